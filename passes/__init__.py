@@ -1,0 +1,1 @@
+"""Lowering passes. Each module holds one pass: a function from `ir.Kernel` to `ir.Kernel`."""

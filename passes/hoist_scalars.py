@@ -1,0 +1,49 @@
+"""Moves arithmetic on params out of the kernel body.
+
+Params are closure constants of the kernel factory, so `alpha * 2.0` is plain Python
+arithmetic: the factory computes it once, and the kernel body sees one scalar name.
+Arithmetic on literals alone was folded already.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ptodsl import ir
+
+
+def hoist_scalars(kernel: ir.Kernel) -> ir.Kernel:
+    scalar_lets: list[ir.Let] = []
+    taken = {d.name for d in kernel.dims} | {p.name for p in kernel.params}
+    taken |= {t.name for t in kernel.inputs} | {t.name for t in kernel.outputs}
+    taken |= {stmt.name for stmt in kernel.body if isinstance(stmt, ir.Let)}
+
+    def fresh_name() -> str:
+        index = 0
+        while f"scalar_{index}" in taken:
+            index += 1
+        taken.add(f"scalar_{index}")
+        return f"scalar_{index}"
+
+    def hoist(node: ir.Expr) -> ir.Expr:
+        if not isinstance(node, ir.Op) or ir.is_scalar(node):
+            return node
+        operands = []
+        for operand in node.operands:
+            if isinstance(operand, ir.Op) and ir.is_scalar(operand):
+                name = fresh_name()
+                scalar_lets.append(ir.Let(name, operand, operand.span))
+                operand = ir.Ref(name, ir.SCALAR, operand.span)
+            operands.append(operand)
+        return attrs.evolve(node, operands=tuple(operands))
+
+    body: list[ir.Stmt] = []
+    for stmt in kernel.body:
+        if ir.is_scalar(stmt.value):
+            body.append(stmt)  # a user's scalar `let` is plain Python in the factory already
+            continue
+        value = ir.map_expr(stmt.value, hoist)
+        body.extend(scalar_lets)
+        scalar_lets.clear()
+        body.append(attrs.evolve(stmt, value=value))
+    return attrs.evolve(kernel, body=tuple(body))

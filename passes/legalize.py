@@ -1,0 +1,104 @@
+"""Rewrites every op form the target lacks into forms it has.
+
+The rules form one table keyed on the op form (see `ptodsl.target.form`). A rule fires only
+when the target does not support the form, and its result is legalized again, so rules may
+build on one another (`tanh` is written with `sub(t,s)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ptodsl import ir
+from ptodsl.diagnostics import SpecError
+from ptodsl.target import PYPTO_0_2_0, Target, form
+
+Rule = Callable[[ir.Op], ir.Expr]
+
+
+def _const(value: float, node: ir.Op) -> ir.Const:
+    return ir.Const(value, node.span)
+
+
+def _swapped(node: ir.Op) -> ir.Expr:
+    """Commutative op with the scalar first: put the tensor first."""
+    lhs, rhs = node.operands
+    return ir.op(node.op, rhs, lhs, span=node.span)
+
+
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _mirrored_comparison(node: ir.Op) -> ir.Expr:
+    """`c < x` is `x > c`."""
+    lhs, rhs = node.operands
+    return ir.op(_MIRRORED[node.op], rhs, lhs, span=node.span)
+
+
+def _scalar_minus_tensor(node: ir.Op) -> ir.Expr:
+    """`c - x` as `x * -1 + c`."""
+    scalar, tensor = node.operands
+    negated = ir.op("mul", tensor, _const(-1.0, node), span=node.span)
+    return ir.op("add", negated, scalar, span=node.span)
+
+
+def _scalar_over_tensor(node: ir.Op) -> ir.Expr:
+    """`c / x` as `reciprocal(x) * c`."""
+    scalar, tensor = node.operands
+    reciprocal = ir.op("reciprocal", tensor, span=node.span)
+    if isinstance(scalar, ir.Const) and scalar.value == 1.0:
+        return reciprocal
+    return ir.op("mul", reciprocal, scalar, span=node.span)
+
+
+def _negation(node: ir.Op) -> ir.Expr:
+    return ir.op("mul", node.operands[0], _const(-1.0, node), span=node.span)
+
+
+def _tanh(node: ir.Op) -> ir.Expr:
+    """tanh(x) = 2 * sigmoid(2x) - 1."""
+    doubled = ir.op("mul", node.operands[0], _const(2.0, node), span=node.span)
+    scaled = ir.op("mul", ir.op("sigmoid", doubled, span=node.span), _const(2.0, node), span=node.span)
+    return ir.op("sub", scaled, _const(1.0, node), span=node.span)
+
+
+def _clamp(node: ir.Op) -> ir.Expr:
+    """PyPTO's clip rejects 1-D tensors; min(max(x, lo), hi) works at every rank."""
+    value, low, high = node.operands
+    return ir.op("minimum", ir.op("maximum", value, low, span=node.span), high, span=node.span)
+
+
+def _expm1(node: ir.Op) -> ir.Expr:
+    """PyPTO's expm1 rejects 1-D tensors."""
+    return ir.op("sub", ir.op("exp", node.operands[0], span=node.span), _const(1.0, node), span=node.span)
+
+
+RULES: dict[str, Rule] = {
+    "add(s,t)": _swapped,
+    "mul(s,t)": _swapped,
+    "maximum(s,t)": _swapped,
+    "minimum(s,t)": _swapped,
+    "sub(s,t)": _scalar_minus_tensor,
+    "div(s,t)": _scalar_over_tensor,
+    "neg(t)": _negation,
+    "tanh(t)": _tanh,
+    "clamp(t,s,s)": _clamp,
+    "expm1(t)": _expm1,
+    **{f"{name}(s,t)": _mirrored_comparison for name in _MIRRORED},
+}
+
+
+def legalize_expr(node: ir.Expr, target: Target = PYPTO_0_2_0) -> ir.Expr:
+    def rewrite(expr: ir.Expr) -> ir.Expr:
+        if not isinstance(expr, ir.Op) or ir.is_scalar(expr) or target.supports(expr):
+            return expr
+        rule = RULES.get(form(expr))
+        if rule is None:
+            raise SpecError(f"`{form(expr)}` has no lowering for {target.name}", expr.span)
+        return ir.map_expr(rule(expr), rewrite)
+
+    return ir.map_expr(node, rewrite)
+
+
+def legalize(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
+    return kernel.map_values(lambda value: legalize_expr(value, target))

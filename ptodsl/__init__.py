@@ -1,0 +1,8 @@
+"""ptodsl: compile compact op specs into executable PyPTO kernels."""
+
+__version__ = "0.1.0"
+
+from ptodsl.api import Compiled, compile  # noqa: E402 - after __version__, which codegen reads
+from ptodsl.diagnostics import SpecError  # noqa: E402
+
+__all__ = ["Compiled", "SpecError", "__version__", "compile"]

@@ -1,0 +1,125 @@
+"""Worker process for `ptodsl.simulator.run_model`: python -m ptodsl._sim_worker REQUEST_DIR.
+
+Runs one generated kernel module in pypto's SIM mode. The parent owns REQUEST_DIR and
+the environment (output directories, quiet PATH); this process only reads the request,
+runs the model and writes the outputs or a one-line error next to it.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.util
+import json
+import re
+import sys
+import traceback
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pypto
+import torch
+
+from ptodsl import simulator
+
+_BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
+_GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
+
+
+def main(argv: list[str]) -> int:
+    # After importing pypto, whose own SIGSEGV handler prints nothing: a crashing kernel
+    # then leaves its Python stack in the log (pypto's handler still runs afterwards).
+    faulthandler.enable()
+    (request_dir,) = (Path(arg) for arg in argv)
+    request = json.loads((request_dir / simulator._REQUEST_FILE).read_text())
+    module_path = Path(request["module_path"])
+    try:
+        outputs = run_request(request, module_path, request_dir)
+    except BaseException as error:
+        (request_dir / simulator._ERROR_FILE).write_text(describe_error(error, module_path))
+        raise
+    torch.save(outputs, request_dir / simulator._OUTPUTS_FILE)
+    return 0
+
+
+def run_request(request: dict, module_path: Path, request_dir: Path) -> list[torch.Tensor]:
+    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True)
+    module = _import_file(module_path)
+    _configure_pypto(request["verify"])
+    if payload["goldens"] is not None:
+        _set_goldens(request["kernel_inputs"], payload["goldens"])
+    model = module.ModelNew(**payload["init_kwargs"])
+    with torch.no_grad():
+        result = model(*payload["inputs"])
+    return [t.detach().clone() for t in _as_list(result)]
+
+
+def _import_file(path: Path) -> ModuleType:
+    # A unique name keeps the generated module clear of anything already imported.
+    name = f"{path.stem}_{uuid.uuid4().hex[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _configure_pypto(verify: str) -> None:
+    simulator.install_verify_fix()
+    if verify == "graph":
+        # An empty filter checks the tensor graph only; later passes are not re-run.
+        pypto.set_verify_options(enable_pass_verify=True, pass_verify_pass_filter=[])
+    elif verify == "all":
+        pypto.set_verify_options(enable_pass_verify=True)
+
+
+def _set_goldens(kernel_inputs: int, goldens: list[torch.Tensor]) -> None:
+    pypto.set_verify_golden_data(goldens=[None] * kernel_inputs + goldens)
+
+
+def _as_list(result: Any) -> list[torch.Tensor]:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return list(result)
+
+
+def describe_error(error: BaseException, module_path: Path) -> str:
+    """One line for the error plus, when known, the generated module's line that caused it."""
+    message = " ".join(_meaningful_lines(str(error)))
+    headline = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    frame = _innermost_frame_in(error, module_path)
+    if frame is None:
+        return headline
+    return f"{headline}\n  at {module_path.name}:{frame.lineno} in {frame.name}: {frame.line}"
+
+
+def _meaningful_lines(message: str) -> list[str]:
+    # pypto appends a C++ backtrace and a generic error code to its messages.
+    return [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip() and not _BACKTRACE_FRAME.search(line) and not _GENERIC_CODE.match(line)
+    ]
+
+
+def _innermost_frame_in(
+    error: BaseException, module_path: Path
+) -> traceback.FrameSummary | None:
+    found = None
+    chained: BaseException | None = error
+    while chained is not None:  # outermost first, so the innermost match wins
+        frames = [
+            frame
+            for frame in traceback.extract_tb(chained.__traceback__)
+            if Path(frame.filename) == module_path
+        ]
+        found = frames[-1] if frames else found
+        chained = chained.__cause__ or chained.__context__
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

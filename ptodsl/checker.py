@@ -1,0 +1,338 @@
+"""Name resolution, shape and dtype checking: `syntax.Spec` to a typed `ir.Kernel`."""
+
+from __future__ import annotations
+
+from ptodsl import ir
+from ptodsl import syntax as s
+from ptodsl.diagnostics import Span, SpecError
+
+UNARY_FUNCTIONS = {
+    "exp", "log", "sqrt", "rsqrt", "abs", "sigmoid", "tanh", "relu", "reciprocal", "log1p",
+    "expm1",
+}  # fmt: skip
+BINARY_FUNCTIONS = {"max": "maximum", "min": "minimum", "pow": "pow"}
+COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
+DOMAINS = {
+    "real": "any real number (the default)",
+    "positive": "strictly positive numbers",
+    "unit": "numbers in (0, 1)",
+    "sign": "-1 or +1",
+}
+MAX_RANK = 4
+
+
+def _dtype(name: str, span: Span) -> ir.DType:
+    try:
+        return ir.DType(name)
+    except ValueError:
+        known = ", ".join(d.value for d in ir.DType)
+        raise SpecError(f"unknown dtype `{name}`", span, note=f"known dtypes: {known}") from None
+
+
+class _Checker:
+    def __init__(self, spec: s.Spec):
+        self.spec = spec
+        self.dims: dict[str, ir.Dim] = {}
+        self.params: dict[str, ir.Param] = {}
+        self.inputs: dict[str, ir.Input] = {}
+        self.outputs: dict[str, ir.Output] = {}
+        self.lets: dict[str, ir.Type] = {}
+        self.declared: dict[str, Span] = {}
+        self.body: list[ir.Stmt] = []
+        self.stored: dict[str, Span] = {}
+
+    # ---- declarations --------------------------------------------------------------------
+
+    def declare(self, name: str, span: Span) -> None:
+        if name in self.declared:
+            first = self.declared[name]
+            raise SpecError(
+                f"`{name}` is already defined",
+                span,
+                note=f"first defined at line {first.line}, column {first.column}",
+            )
+        self.declared[name] = span
+
+    def check(self) -> ir.Kernel:
+        for item in self.spec.items:
+            handler = getattr(self, "item_" + type(item).__name__)
+            handler(item)
+        for output in self.outputs.values():
+            if output.name not in self.stored:
+                raise SpecError(f"output `{output.name}` is never assigned", output.span)
+        if not self.outputs:
+            raise SpecError(f"kernel `{self.spec.name}` has no output", self.spec.name_span)
+        return ir.Kernel(
+            name=self.spec.name,
+            dims=tuple(self.dims.values()),
+            params=tuple(self.params.values()),
+            inputs=tuple(self.inputs.values()),
+            outputs=tuple(self.outputs.values()),
+            body=tuple(self.body),
+        )
+
+    def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
+        self.declare(item.name, item.span)
+        if item.size < 1:
+            raise SpecError(f"dim `{item.name}` must be at least 1, not {item.size}", item.span)
+        self.dims[item.name] = ir.Dim(item.name, item.size, item.span)
+
+    def item_ParamDecl(self, item: s.ParamDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        _dtype(item.dtype, item.dtype_span)
+        self.params[item.name] = ir.Param(item.name, item.default, item.span)
+
+    def item_InputDecl(self, item: s.InputDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        if item.type.dims is None:
+            # A shapeless input is a scalar passed to `forward`.
+            _dtype(item.type.dtype, item.type.dtype_span)
+            if item.domain is not None:
+                raise SpecError("a scalar input takes no domain", item.domain_span)
+            self.params[item.name] = ir.Param(item.name, None, item.span, forward=True)
+            return
+        domain = item.domain or "real"
+        if domain not in DOMAINS:
+            known = "; ".join(f"`{name}`: {meaning}" for name, meaning in DOMAINS.items())
+            raise SpecError(f"unknown domain `{domain}`", item.domain_span, note=known)
+        self.inputs[item.name] = ir.Input(
+            item.name, self.tensor_type(item.type), item.span, self.dim_factors(item.type), domain
+        )
+
+    def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        if item.type.dims is None:
+            raise SpecError(
+                f"output `{item.name}` needs a shape",
+                item.type.span,
+                note="write `f32[]` for a 0-d (scalar) result",
+            )
+        self.outputs[item.name] = ir.Output(
+            item.name, self.tensor_type(item.type), item.span, self.dim_factors(item.type)
+        )
+
+    @staticmethod
+    def dim_factors(type_expr: s.TensorTypeExpr) -> tuple[ir.DimFactor, ...]:
+        assert type_expr.dims is not None
+        return tuple(d.name if d.name is not None else d.size for d in type_expr.dims)
+
+    def tensor_type(self, type_expr: s.TensorTypeExpr) -> ir.TensorType:
+        dtype = _dtype(type_expr.dtype, type_expr.dtype_span)
+        assert type_expr.dims is not None
+        if len(type_expr.dims) > MAX_RANK:
+            raise SpecError(
+                f"rank {len(type_expr.dims)} is above PyPTO's limit of {MAX_RANK}",
+                type_expr.span,
+            )
+        return ir.TensorType(tuple(self.dim_size(d) for d in type_expr.dims), dtype)
+
+    def dim_size(self, dim: s.DimRef) -> int:
+        if dim.size is not None:
+            if dim.size < 1:
+                raise SpecError(f"a dimension must be at least 1, not {dim.size}", dim.span)
+            return dim.size
+        if dim.name not in self.dims:
+            raise SpecError(f"unknown dim `{dim.name}`", dim.span, note=self.dims_note())
+        return self.dims[dim.name].size
+
+    def dims_note(self) -> str:
+        if not self.dims:
+            return "declare it first, e.g. `dims N = 1024`"
+        return "declared dims: " + ", ".join(self.dims)
+
+    # ---- statements ----------------------------------------------------------------------
+
+    def item_Let(self, item: s.Let) -> None:  # noqa: N802
+        value = self.expr(item.value)
+        self.declare(item.name, item.span)
+        self.lets[item.name] = value.type
+        self.body.append(ir.Let(item.name, value, item.span))
+
+    def item_Assign(self, item: s.Assign) -> None:  # noqa: N802
+        if item.target not in self.outputs:
+            if item.target in self.declared:
+                raise SpecError(
+                    f"cannot assign to `{item.target}`: it is not an output", item.span
+                )
+            raise SpecError(
+                f"`{item.target}` is not a declared output",
+                item.span,
+                note=f"declare it (`output {item.target}: f32[...]`) or bind it with `let`",
+            )
+        if item.target in self.stored:
+            first = self.stored[item.target]
+            raise SpecError(
+                f"output `{item.target}` is assigned twice",
+                item.span,
+                note=f"first assigned at line {first.line}",
+            )
+        output = self.outputs[item.target]
+        value = self.expr(item.value)
+        if isinstance(value.type, ir.ScalarType):
+            raise SpecError(
+                f"output `{item.target}` is a tensor, but this value is a scalar",
+                item.value.span,
+            )
+        if value.type != output.type:
+            raise SpecError(
+                f"output `{item.target}` is declared {output.type}, but this value is "
+                f"{value.type}",
+                item.value.span,
+            )
+        self.stored[item.target] = item.span
+        self.body.append(ir.Store(item.target, value, item.span))
+
+    # ---- expressions ---------------------------------------------------------------------
+
+    def expr(self, node: s.Expr) -> ir.Expr:
+        return getattr(self, "expr_" + type(node).__name__)(node)
+
+    def expr_Number(self, node: s.Number) -> ir.Expr:  # noqa: N802
+        return ir.Const(node.value, node.span)
+
+    def expr_Name(self, node: s.Name) -> ir.Expr:  # noqa: N802
+        name = node.id
+        if name in self.inputs:
+            return ir.Ref(name, self.inputs[name].type, node.span)
+        if name in self.params:
+            return ir.Ref(name, ir.SCALAR, node.span)
+        if name in self.lets:
+            return ir.Ref(name, self.lets[name], node.span)
+        if name in self.dims:
+            return ir.Const(float(self.dims[name].size), node.span)
+        if name in self.outputs:
+            raise SpecError(
+                f"output `{name}` cannot be read",
+                node.span,
+                note="bind the value with `let` and use that name instead",
+            )
+        raise SpecError(f"unknown name `{name}`", node.span)
+
+    def expr_Bool(self, node: s.Bool) -> ir.Expr:  # noqa: N802
+        raise SpecError("`true`/`false` only go to keyword arguments such as keepdim", node.span)
+
+    def expr_ListExpr(self, node: s.ListExpr) -> ir.Expr:  # noqa: N802
+        raise SpecError("a list only goes to a keyword argument such as `axis=[1, 2]`", node.span)
+
+    def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
+        raise SpecError(
+            f"`.{node.attr}` is not supported yet", node.span, note="transposes come with matmul"
+        )
+
+    def expr_Unary(self, node: s.Unary) -> ir.Expr:  # noqa: N802
+        operand = self.expr(node.operand)
+        return ir.Op("neg", (operand,), operand.type, node.span)
+
+    def expr_Binary(self, node: s.Binary) -> ir.Expr:  # noqa: N802
+        if node.op == "matmul":
+            raise SpecError("matmul (`@`) is not supported yet", node.span)
+        lhs, rhs = self.expr(node.lhs), self.expr(node.rhs)
+        if node.op == "pow":
+            return self.power(lhs, rhs, node.span, node.rhs.span)
+        return self.elementwise(node.op, (lhs, rhs), node.span)
+
+    def expr_Compare(self, node: s.Compare) -> ir.Expr:  # noqa: N802
+        raise SpecError(
+            "a comparison only goes as the first argument of `where(cond, a, b)`", node.span
+        )
+
+    def expr_Call(self, node: s.Call) -> ir.Expr:  # noqa: N802
+        name = node.func
+        if name in ("sum", "mean", "prod") or (name in ("max", "min") and self.is_reduction(node)):
+            raise SpecError(f"reduction `{name}` is not supported yet", node.span)
+        if name == "where":
+            return self.where(node)
+        if name == "clamp":
+            return self.clamp(node)
+        if name in UNARY_FUNCTIONS:
+            (operand,) = self.positional(node, 1)
+            return self.elementwise(name, (operand,), node.span)
+        if name in BINARY_FUNCTIONS:
+            lhs, rhs = self.positional(node, 2)
+            if name == "pow":
+                return self.power(lhs, rhs, node.span, node.args[1].span)
+            return self.elementwise(BINARY_FUNCTIONS[name], (lhs, rhs), node.span)
+        known = sorted(UNARY_FUNCTIONS | set(BINARY_FUNCTIONS) | {"where", "clamp"})
+        raise SpecError(
+            f"unknown function `{name}`", node.func_span, note="known: " + ", ".join(known)
+        )
+
+    @staticmethod
+    def is_reduction(node: s.Call) -> bool:
+        return len(node.args) == 1 or any(k.name in ("axis", "keepdim") for k in node.keywords)
+
+    def positional(self, node: s.Call, count: int) -> list[ir.Expr]:
+        if node.keywords:
+            keyword = node.keywords[0]
+            raise SpecError(f"`{node.func}` takes no keyword `{keyword.name}`", keyword.span)
+        if len(node.args) != count:
+            plural = "s" if count != 1 else ""
+            raise SpecError(
+                f"`{node.func}` takes {count} argument{plural}, not {len(node.args)}", node.span
+            )
+        return [self.expr(arg) for arg in node.args]
+
+    def power(self, base: ir.Expr, exponent: ir.Expr, span: Span, exponent_span: Span) -> ir.Expr:
+        if not ir.is_scalar(exponent):
+            raise SpecError(
+                "the exponent must be a constant or a param, not a tensor", exponent_span
+            )
+        return self.elementwise("pow", (base, exponent), span)
+
+    def clamp(self, node: s.Call) -> ir.Expr:
+        if not node.args:
+            raise SpecError("`clamp` needs the value to clamp", node.span)
+        bounds: dict[str, ir.Expr] = {}
+        for name, arg in zip(("min", "max"), node.args[1:3], strict=False):
+            bounds[name] = self.expr(arg)
+        if len(node.args) > 3:
+            raise SpecError("`clamp` takes a value, min and max", node.args[3].span)
+        for keyword in node.keywords:
+            if keyword.name not in ("min", "max") or keyword.name in bounds:
+                raise SpecError(f"unexpected keyword `{keyword.name}` for `clamp`", keyword.span)
+            bounds[keyword.name] = self.expr(keyword.value)
+        if not bounds:
+            raise SpecError("`clamp` needs `min`, `max` or both", node.span)
+        value = self.expr(node.args[0])
+        for bound in bounds.values():
+            if not ir.is_scalar(bound):
+                raise SpecError("clamp bounds must be constants or params", bound.span)
+        if len(bounds) == 2:
+            operands = (value, bounds["min"], bounds["max"])
+            return self.elementwise("clamp", operands, node.span)
+        if "min" in bounds:
+            return self.elementwise("maximum", (value, bounds["min"]), node.span)
+        return self.elementwise("minimum", (value, bounds["max"]), node.span)
+
+    def where(self, node: s.Call) -> ir.Expr:
+        if len(node.args) != 3 or node.keywords:
+            raise SpecError("`where` takes (condition, value_if_true, value_if_false)", node.span)
+        condition = node.args[0]
+        if not isinstance(condition, s.Compare):
+            raise SpecError("the condition of `where` must be a comparison", condition.span)
+        lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
+        compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
+        if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
+        return self.elementwise("where", (compare, if_true, if_false), node.span)
+
+    def elementwise(self, op: str, operands: tuple[ir.Expr, ...], span: Span) -> ir.Expr:
+        tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
+        if not tensors:
+            return ir.Op(op, operands, ir.SCALAR, span)
+        dtypes = {t.type.dtype for t in tensors}
+        if len(dtypes) > 1:
+            names = " and ".join(sorted(d.value for d in dtypes))
+            raise SpecError(f"`{op}` mixes dtypes {names}", span)
+        shape = tensors[0].type.shape
+        for tensor in tensors[1:]:
+            merged = ir.broadcast_shapes(shape, tensor.type.shape)
+            if merged is None:
+                shapes = " and ".join(str(t.type) for t in tensors)
+                raise SpecError(f"shapes {shapes} do not broadcast", span)
+            shape = merged
+        return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
+
+
+def check(spec: s.Spec) -> ir.Kernel:
+    """Resolves names and checks shapes and dtypes; raises `SpecError` on the first problem."""
+    return _Checker(spec).check()

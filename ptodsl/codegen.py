@@ -1,0 +1,239 @@
+"""Emits the PyPTO 0.2.0 module for a lowered kernel: a cached kernel factory per kernel,
+with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`."""
+
+from __future__ import annotations
+
+from ptodsl import __version__, ir
+from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
+
+PYPTO_SPELLING = {
+    "exp": "pypto.exp({0})",
+    "log": "pypto.log({0})",
+    "sqrt": "pypto.sqrt({0})",
+    "rsqrt": "pypto.rsqrt({0})",
+    "abs": "pypto.abs({0})",
+    "reciprocal": "pypto.reciprocal({0})",
+    "sigmoid": "pypto.sigmoid({0})",
+    "relu": "pypto.relu({0})",
+    "log1p": "pypto.log1p({0})",
+    "maximum": "pypto.maximum({0}, {1})",
+    "minimum": "pypto.minimum({0}, {1})",
+    "pow": "pypto.pow({0}, {1})",
+    "where": "pypto.where({0}, {1}, {2})",
+    "clone": "pypto.clone({0})",
+}
+
+_RUN_MODE = '''
+def _run_mode():
+    """AIKG_PYPTO_RUN_MODE picks the run mode (0 = NPU, 1 = SIM); unset: NPU if present."""
+    mode = os.environ.get("AIKG_PYPTO_RUN_MODE")
+    if mode is not None:
+        return pypto.RunMode.NPU if int(mode) == 0 else pypto.RunMode.SIM
+    has_npu = importlib.util.find_spec("torch_npu") is not None
+    return pypto.RunMode.NPU if has_npu else pypto.RunMode.SIM
+'''
+
+
+def _shape_text(factors: tuple[tuple[ir.DimFactor, ...], ...]) -> str:
+    axes = [" * ".join(str(f) for f in axis) or "1" for axis in factors]
+    return "(" + ", ".join(axes) + ("," if len(axes) == 1 else "") + ")"
+
+
+def _tuple_text(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
+
+
+def factory_name(kernel: ir.Kernel) -> str:
+    return f"make_{kernel.name}_kernel"
+
+
+def factory_arguments(kernel: ir.Kernel) -> list[str]:
+    return [d.name for d in kernel.dims] + [p.name for p in kernel.params]
+
+
+class _Block:
+    """One straight-line stretch of the kernel body: the whole phase, a loop iteration, or the
+    tail. Inputs that span axis 0 are read through views of `rows` rows at `offset`."""
+
+    def __init__(self, kernel: ir.Kernel, suffix: str, rows: int | None, offset: str):
+        self.kernel = kernel
+        self.suffix = suffix
+        self.rows = rows
+        self.offset = offset
+
+    def spans_rows(self, tensor: ir.Tensor) -> bool:
+        return self.rows is not None and tensor.kernel_shape[0] != 1
+
+    def view_name(self, tensor: ir.Tensor) -> str:
+        return f"{tensor.name}_{self.suffix}" if self.spans_rows(tensor) else tensor.name
+
+    def offsets(self, rank: int) -> str:
+        return "[" + ", ".join([self.offset] + ["0"] * (rank - 1)) + "]"
+
+    def lines(self, indent: str) -> list[str]:
+        kernel = self.kernel
+        inputs = {tensor.name: tensor for tensor in kernel.inputs}
+        emitter = PythonEmitter(
+            PYPTO_SPELLING,
+            SCALAR_SPELLING,
+            lambda ref: self.view_name(inputs[ref.name]) if ref.name in inputs else ref.name,
+        )
+        lines = []
+        for tensor in kernel.inputs:
+            if self.spans_rows(tensor):
+                shape = [self.rows, *tensor.kernel_shape[1:]]
+                lines.append(
+                    f"{indent}{self.view_name(tensor)} = pypto.view({tensor.name}, {shape}, "
+                    f"{self.offsets(len(shape))})"
+                )
+        for stmt in kernel.body:
+            if ir.is_scalar(stmt.value):
+                continue  # computed once in the factory
+            if isinstance(stmt, ir.Let):
+                lines += emit_assignment(emitter, stmt.name, stmt.value, indent)
+                continue
+            output = kernel.output(stmt.output)
+            value = stmt.value
+            if stmt.clone:
+                value = ir.Op("clone", (value,), value.type, value.span)
+            if not self.spans_rows(output):
+                lines += emit_assignment(emitter, f"{stmt.output}[:]", value, indent)
+                continue
+            # A long value gets a name first, so that the assemble call stays short.
+            value_text = emitter.emit(value)
+            if not isinstance(value, ir.Ref):
+                value_text = f"{stmt.output}_{self.suffix}"
+                lines += emit_assignment(emitter, value_text, value, indent)
+            offsets = self.offsets(len(output.kernel_shape))
+            lines.append(f"{indent}pypto.assemble({value_text}, {offsets}, {stmt.output})")
+        return lines
+
+
+def _kernel_lines(kernel: ir.Kernel) -> list[str]:
+    assert kernel.schedule is not None
+    (phase,) = kernel.schedule.phases
+    indent = " " * 8
+    lines = [f"{indent}pypto.set_vec_tile_shapes{_tuple_text(phase.tile)}"]
+    loop = phase.loop
+    if loop is None:
+        return lines + _Block(kernel, "", None, "0").lines(indent)
+    lines.append(
+        f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{kernel.name}_rows", idx_name="i"):'
+    )
+    lines.append(f"{indent}    offset = i * {loop.chunk}")
+    lines += _Block(kernel, "chunk", loop.chunk, "offset").lines(indent + "    ")
+    if loop.tail:
+        lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
+        if phase.tail_tile != phase.tile:
+            lines.append(f"{indent}pypto.set_vec_tile_shapes{_tuple_text(phase.tail_tile)}")
+        lines += _Block(kernel, "tail", loop.tail, str(loop.count * loop.chunk)).lines(indent)
+    return lines
+
+
+def _factory(kernel: ir.Kernel) -> list[str]:
+    emitter = PythonEmitter({}, SCALAR_SPELLING, lambda ref: ref.name)
+    arguments = ", ".join(factory_arguments(kernel))
+    planned = ", ".join(f"{d.name}={d.size}" for d in kernel.dims)
+    lines = [
+        "@functools.cache",
+        f"def {factory_name(kernel)}({arguments}):",
+        f'    """Builds the `{kernel.name}` kernel; its tiles were planned for {planned or "its shapes"}."""',
+    ]
+    for stmt in kernel.body:
+        if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value):
+            lines.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
+    lines.append("")
+    lines.append('    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})')
+    lines.append(f"    def {kernel.name}_kernel(")
+    for tensor in (*kernel.inputs, *kernel.outputs):
+        shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
+        lines.append(
+            f"        {tensor.name}: pypto.Tensor({shape}, pypto.{tensor.type.dtype.pypto_name}),"
+        )
+    lines.append("    ):")
+    lines += _kernel_lines(kernel)
+    lines.append("")
+    lines.append(f"    return {kernel.name}_kernel")
+    return lines
+
+
+def _model(kernel: ir.Kernel) -> list[str]:
+    init_params = [p for p in kernel.params if not p.forward]
+    forward_params = [p for p in kernel.params if p.forward]
+
+    def with_default(param: ir.Param) -> str:
+        if param.default is None:
+            return f"{param.name}: float"
+        return f"{param.name}: float = {ir.format_number(param.default)}"
+
+    init_signature = ", ".join(["self", *map(with_default, init_params)])
+    forward_names = [t.name for t in kernel.inputs] + [p.name for p in forward_params]
+    returns = ", ".join(o.name for o in kernel.outputs)
+    lines = [
+        "class ModelNew(torch.nn.Module):",
+        f'    """`{kernel.name}` as a drop-in module: forward({", ".join(forward_names)}) '
+        f'returns {returns}."""',
+        "",
+        f"    def __init__({init_signature}):",
+        "        super().__init__()",
+    ]
+    lines += [f"        self.{p.name} = float({p.name})" for p in init_params]
+    lines += ["", f"    def forward(self, {', '.join(forward_names)}):"]
+    for tensor in kernel.inputs:
+        shape = tensor.type.shape
+        lines.append(
+            f"        assert {tensor.name}.dim() == {len(shape)}, "
+            f'f"{tensor.name}: expected rank {len(shape)}, got {{{tensor.name}.dim()}}"'
+        )
+        lines.append(
+            f"        assert tuple({tensor.name}.shape) == {_tuple_text(shape)}, "
+            f'f"{tensor.name}: expected shape {_tuple_text(shape)}, got {{tuple({tensor.name}.shape)}}"'
+        )
+        lines.append(
+            f"        assert {tensor.name}.dtype == torch.{tensor.type.dtype.torch_name}, "
+            f'f"{tensor.name}: expected torch.{tensor.type.dtype.torch_name}, got {{{tensor.name}.dtype}}"'
+        )
+    arguments = [str(d.size) for d in kernel.dims]
+    arguments += [f"self.{p.name}" if not p.forward else f"float({p.name})" for p in kernel.params]
+    lines.append(f"        kernel = {factory_name(kernel)}({', '.join(arguments)})")
+    device = kernel.inputs[0].name + ".device" if kernel.inputs else '"cpu"'
+    call = []
+    for tensor in kernel.inputs:
+        name = f"{tensor.name}_kernel"
+        lines.append(
+            f"        {name} = {tensor.name}.contiguous().reshape{_tuple_text(tensor.kernel_shape)}"
+        )
+        call.append(name)
+    for tensor in kernel.outputs:
+        lines.append(
+            f"        {tensor.name} = torch.empty({_tuple_text(tensor.kernel_shape)}, "
+            f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
+        )
+        call.append(tensor.name)
+    lines.append(f"        kernel({', '.join(call)})")
+    results = [f"{o.name}.reshape{_tuple_text(o.type.shape)}" for o in kernel.outputs]
+    lines.append(f"        return {', '.join(results)}")
+    return lines
+
+
+def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
+    header = [
+        f'"""PyPTO kernel `{kernel.name}`, generated by ptodsl {__version__} from {filename}.',
+        "",
+        "Edits are lost when the spec is compiled again.",
+        '"""',
+        "",
+        "import functools",
+        "import importlib.util",
+        *(["import math"] if uses_math(kernel) else []),
+        "import os",
+        "",
+        "import pypto",
+        "import torch",
+    ]
+    parts = [_RUN_MODE.strip("\n").splitlines(), _factory(kernel), _model(kernel)]
+    lines = header
+    for part in parts:
+        lines += ["", "", *part]
+    return "\n".join(lines).rstrip("\n") + "\n"
+

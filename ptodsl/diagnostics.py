@@ -1,0 +1,86 @@
+"""Source spans and rustc-style error rendering.
+
+Every error ptodsl reports about a spec is a `SpecError`: it carries the span it points at and
+renders as::
+
+    elu.pto:7:5: error: unknown name `z`
+      --> elu.pto:7:5
+       |
+     7 | y = z + 1.0
+       |     ^
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Span:
+    """A 1-based, end-exclusive range of source text on one or more lines."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, line: int, column: int) -> Span:
+        return cls(line, column, line, column + 1)
+
+    def to(self, other: Span) -> Span:
+        """The span from the start of this one to the end of `other`."""
+        return Span(self.line, self.column, other.end_line, other.end_column)
+
+
+@attrs.frozen
+class Source:
+    """A spec's text and the name diagnostics call it by."""
+
+    text: str
+    filename: str = "<spec>"
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+class SpecError(Exception):
+    """A problem with the spec, located in its source.
+
+    Passes raise it with a span only; the pipeline attaches the `Source` before it reaches a
+    user, so that the rendered text always shows the offending line.
+    """
+
+    def __init__(self, message: str, span: Span, note: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.note = note
+        self.source: Source | None = None
+
+    def __str__(self) -> str:
+        return self.render() if self.source else self.message
+
+    def attach(self, source: Source) -> SpecError:
+        if self.source is None:
+            self.source = source
+        return self
+
+    def render(self) -> str:
+        span, source = self.span, self.source or Source("")
+        location = f"{source.filename}:{span.line}:{span.column}"
+        text = source.line_text(span.line).expandtabs(1)
+        gutter = " " * len(str(span.line))
+        last_column = span.end_column if span.end_line == span.line else len(text) + 1
+        width = max(1, min(last_column, len(text) + 1) - span.column)
+        lines = [
+            f"{location}: error: {self.message}",
+            f"{gutter}--> {location}",
+            f"{gutter} |",
+            f"{span.line} | {text}",
+            f"{gutter} | {' ' * (span.column - 1)}{'^' * width}",
+        ]
+        if self.note:
+            lines.append(f"{gutter} = note: {self.note}")
+        return "\n".join(lines)

@@ -1,0 +1,342 @@
+"""The typed intermediate representation that passes rewrite and codegen reads.
+
+An expression is a tree of `Const`, `Ref` and `Op` nodes; every node knows its type and the
+span of the spec text it came from. `Op` is generic (an op name, operands and attributes) so
+that rewrite tables can be keyed on op names alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from ptodsl.diagnostics import Span
+
+
+class DType(enum.Enum):
+    F32 = "f32"
+    F16 = "f16"
+    BF16 = "bf16"
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self is DType.F32 else 2
+
+    @property
+    def pypto_name(self) -> str:
+        return {"f32": "DT_FP32", "f16": "DT_FP16", "bf16": "DT_BF16"}[self.value]
+
+    @property
+    def torch_name(self) -> str:
+        return {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[self.value]
+
+
+@attrs.frozen
+class TensorType:
+    shape: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype.value}[{', '.join(map(str, self.shape))}]"
+
+
+@attrs.frozen
+class ScalarType:
+    """A compile-time scalar: a literal, a spec param, or arithmetic on them."""
+
+    def __str__(self) -> str:
+        return "scalar"
+
+
+SCALAR = ScalarType()
+Type = TensorType | ScalarType
+
+
+@attrs.frozen
+class Const:
+    value: float
+    span: Span
+    type: ScalarType = SCALAR
+
+
+@attrs.frozen
+class Ref:
+    """A named value: an input, a param, or a `let` binding."""
+
+    name: str
+    type: Type
+    span: Span
+
+
+@attrs.frozen
+class Op:
+    op: str
+    operands: tuple[Expr, ...]
+    type: Type
+    span: Span
+    attrs: tuple[tuple[str, object], ...] = ()
+
+    def attr(self, name: str, default: object = None) -> object:
+        return dict(self.attrs).get(name, default)
+
+
+Expr = Const | Ref | Op
+
+
+def is_scalar(expr: Expr) -> bool:
+    return isinstance(expr.type, ScalarType)
+
+
+def broadcast_shapes(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of two shapes, or None when they do not broadcast."""
+    result = []
+    for a, b in itertools.zip_longest(reversed(lhs), reversed(rhs), fillvalue=1):
+        if a != b and 1 not in (a, b):
+            return None
+        result.append(max(a, b))
+    return tuple(reversed(result))
+
+
+def elementwise_type(operands: tuple[Expr, ...]) -> Type:
+    """The type of an elementwise op on already checked operands."""
+    tensors = [o.type for o in operands if isinstance(o.type, TensorType)]
+    if not tensors:
+        return SCALAR
+    shape = tensors[0].shape
+    for tensor in tensors[1:]:
+        merged = broadcast_shapes(shape, tensor.shape)
+        assert merged is not None, "operands were checked to broadcast"
+        shape = merged
+    return TensorType(shape, tensors[0].dtype)
+
+
+def op(name: str, *operands: Expr, span: Span) -> Op:
+    """A new elementwise op whose type follows from its operands."""
+    return Op(name, operands, elementwise_type(operands), span)
+
+
+def map_expr(expr: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
+    """Applies `rewrite` bottom-up: operands first, then the rebuilt node itself."""
+    if isinstance(expr, Op):
+        operands = tuple(map_expr(operand, rewrite) for operand in expr.operands)
+        if operands != expr.operands:
+            expr = attrs.evolve(expr, operands=operands)
+    return rewrite(expr)
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of the tree, operands before the node that uses them."""
+    if isinstance(expr, Op):
+        for operand in expr.operands:
+            yield from walk(operand)
+    yield expr
+
+
+# ---- kernel ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Dim:
+    name: str
+    size: int
+    span: Span
+
+
+@attrs.frozen
+class Param:
+    """A scalar fixed when the kernel is built: a `ModelNew.__init__` argument by default,
+    or a `forward` argument when `forward` is set (the kernel is then built per value)."""
+
+    name: str
+    default: float | None
+    span: Span
+    forward: bool = False
+
+
+DimFactor = str | int  # a dim's name, or a literal size written in the spec
+
+
+@attrs.frozen
+class Tensor:
+    """A kernel input or output. `dims` spells the declared shape (dim names or literal
+    sizes); axis merging sets `kernel_dims`, the factors of each kernel-side axis."""
+
+    name: str
+    type: TensorType
+    span: Span
+    dims: tuple[DimFactor, ...]
+    kernel_dims: tuple[tuple[DimFactor, ...], ...] | None = None
+
+    @property
+    def kernel_shape(self) -> tuple[int, ...]:
+        """The shape the kernel sees (the declared shape until axes are merged)."""
+        if self.kernel_dims is None:
+            return self.type.shape
+        sizes = dict(zip(self.dims, self.type.shape, strict=True))
+        return tuple(math.prod(sizes[f] for f in factors) for factors in self.kernel_dims)
+
+
+@attrs.frozen
+class Input(Tensor):
+    domain: str = "real"
+
+
+@attrs.frozen
+class Output(Tensor):
+    pass
+
+
+@attrs.frozen
+class Let:
+    name: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class Store:
+    """Writes `value` to an output. `clone` asks codegen for a copy, because PyPTO moves the
+    value into the output and a value that is read again, or an input, must not move."""
+
+    output: str
+    value: Expr
+    span: Span
+    clone: bool = False
+
+
+Stmt = Let | Store
+
+
+@attrs.frozen
+class Kernel:
+    name: str
+    dims: tuple[Dim, ...]
+    params: tuple[Param, ...]
+    inputs: tuple[Input, ...]
+    outputs: tuple[Output, ...]
+    body: tuple[Stmt, ...]
+    schedule: Schedule | None = None
+
+    def input(self, name: str) -> Input:
+        return next(i for i in self.inputs if i.name == name)
+
+    def output(self, name: str) -> Output:
+        return next(o for o in self.outputs if o.name == name)
+
+    def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
+        """The kernel with `transform` applied to every statement's whole expression."""
+        body = tuple(attrs.evolve(stmt, value=transform(stmt.value)) for stmt in self.body)
+        return attrs.evolve(self, body=body)
+
+    def map_body(self, rewrite: Callable[[Expr], Expr]) -> Kernel:
+        """The kernel with `rewrite` applied bottom-up to every node of every statement."""
+        return self.map_values(lambda value: map_expr(value, rewrite))
+
+
+# ---- printing ----------------------------------------------------------------------------
+
+
+def format_number(value: float) -> str:
+    """The shortest literal that reads back as the same float (`repr` round-trips)."""
+    if math.isinf(value) or math.isnan(value):
+        raise ValueError(f"non-finite constant {value}")
+    text = repr(float(value))
+    return text
+
+
+def format_expr(expr: Expr) -> str:
+    if isinstance(expr, Const):
+        return format_number(expr.value)
+    if isinstance(expr, Ref):
+        return expr.name
+    arguments = [format_expr(operand) for operand in expr.operands]
+    arguments += [f"{name}={value!r}" for name, value in expr.attrs]
+    return f"{expr.op}({', '.join(arguments)})"
+
+
+def format_kernel(kernel: Kernel) -> str:
+    lines = [f"kernel {kernel.name}"]
+    if kernel.dims:
+        lines.append("  dims " + ", ".join(f"{d.name} = {d.size}" for d in kernel.dims))
+    for param in kernel.params:
+        default = "" if param.default is None else f" = {format_number(param.default)}"
+        kind = "forward param" if param.forward else "param"
+        lines.append(f"  {kind} {param.name}{default}")
+    for tensor in kernel.inputs:
+        domain = "" if tensor.domain == "real" else f" in {tensor.domain}"
+        lines.append(f"  input {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
+    for tensor in kernel.outputs:
+        lines.append(f"  output {tensor.name}: {tensor.type}{_as_kernel(tensor)}")
+    for stmt in kernel.body:
+        if isinstance(stmt, Let):
+            lines.append(f"  let {stmt.name}: {stmt.value.type} = {format_expr(stmt.value)}")
+        else:
+            value = format_expr(stmt.value)
+            lines.append(f"  {stmt.output} <- {'clone(' + value + ')' if stmt.clone else value}")
+    for index, phase in enumerate(kernel.schedule.phases if kernel.schedule else ()):
+        loop = phase.loop
+        looped = f", loop {loop.count} x {loop.chunk} + tail {loop.tail}" if loop else ""
+        lines.append(
+            f"  phase {index}: statements {list(phase.statements)} over {list(phase.shape)}, "
+            f"tile {list(phase.tile)}{looped}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _as_kernel(tensor: Tensor) -> str:
+    if tensor.kernel_dims is None:
+        return ""
+    return f" as [{', '.join(map(str, tensor.kernel_shape))}]"
+
+
+# ---- schedule ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Loop:
+    """`count` iterations of `chunk` rows along kernel axis 0, then a `tail` block if the
+    chunks do not cover the axis exactly. Every view size is a compile-time constant."""
+
+    count: int
+    chunk: int
+    tail: int
+
+
+@attrs.frozen
+class Phase:
+    """Statements that run under one vector tile shape, over one iteration shape."""
+
+    statements: tuple[int, ...]
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+    loop: Loop | None = None
+
+    @property
+    def block_shape(self) -> tuple[int, ...]:
+        """The shape one loop iteration (or the whole phase, without a loop) works on."""
+        if self.loop is None:
+            return self.shape
+        return (self.loop.chunk, *self.shape[1:])
+
+    @property
+    def tail_tile(self) -> tuple[int, ...] | None:
+        if self.loop is None or not self.loop.tail:
+            return None
+        return (min(self.tile[0], self.loop.tail), *self.tile[1:])
+
+
+@attrs.frozen
+class Schedule:
+    phases: tuple[Phase, ...]

@@ -1,0 +1,265 @@
+"""Text to `syntax.Spec`, with Lark's LALR parser and positions on every node."""
+
+from __future__ import annotations
+
+import math
+
+import lark
+from lark import Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+
+from ptodsl import syntax as s
+from ptodsl.diagnostics import Span, SpecError
+from ptodsl.grammar import GRAMMAR_TEXT
+
+_OPENERS = {"LPAR", "LSQB"}
+_CLOSERS = {"RPAR", "RSQB"}
+
+_FRIENDLY_TERMINALS = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "_NL": "a new line",
+    "$END": "the end of the file",
+    "COMPARE": "a comparison",
+}
+
+
+class _BracketNewlines:
+    """Drops line breaks inside () and [] so that expressions may span lines."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        depth = 0
+        for token in stream:
+            if token.type in _OPENERS:
+                depth += 1
+            elif token.type in _CLOSERS:
+                depth = max(0, depth - 1)
+            elif token.type == "_NL" and depth:
+                continue
+            yield token
+
+
+_PARSER = lark.Lark(
+    GRAMMAR_TEXT,
+    parser="lalr",
+    lexer="contextual",
+    postlex=_BracketNewlines(),
+    propagate_positions=True,
+    maybe_placeholders=True,
+)
+
+
+def _span(meta_or_token) -> Span:
+    return Span(
+        meta_or_token.line,
+        meta_or_token.column,
+        meta_or_token.end_line,
+        meta_or_token.end_column,
+    )
+
+
+def _number(token: Token) -> s.Number:
+    value = float(token)
+    if not math.isfinite(value):
+        raise SpecError(f"number `{token}` is out of range", _span(token))
+    return s.Number(value, str(token), _span(token))
+
+
+@v_args(meta=True)
+class _ToSyntax(Transformer):
+    """Builds frozen syntax nodes; every node keeps the span of the text it came from."""
+
+    def start(self, meta, children):
+        header, *items = children
+        name_token = header
+        return s.Spec(str(name_token), _span(name_token), tuple(i for i in items if i))
+
+    def kernel_header(self, meta, children):
+        return children[0]
+
+    # declarations
+    def dims_decl(self, meta, bindings):
+        return tuple(bindings)
+
+    def dim_binding(self, meta, children):
+        name, size = children
+        return s.DimDecl(str(name), int(size), _span(name))
+
+    def param_decl(self, meta, children):
+        name, dtype, default = children
+        value = None if default is None else default.value
+        return s.ParamDecl(str(name), str(dtype), _span(dtype), value, _span(name))
+
+    def signed_number(self, meta, children):
+        return children[0]
+
+    def negative_number(self, meta, children):
+        number = children[0]
+        return s.Number(-number.value, "-" + number.text, _span(meta))
+
+    def input_decl(self, meta, children):
+        name, tensor_type, domain = children
+        domain_name, domain_span = (None, None) if domain is None else domain
+        return s.InputDecl(str(name), tensor_type, domain_name, domain_span, _span(name))
+
+    def domain(self, meta, children):
+        return str(children[0]), _span(children[0])
+
+    def output_decl(self, meta, children):
+        name, tensor_type = children
+        return s.OutputDecl(str(name), tensor_type, _span(name))
+
+    def tensor_type(self, meta, children):
+        dtype, dims = children
+        return s.TensorTypeExpr(str(dtype), _span(dtype), dims, _span(meta))
+
+    def shape(self, meta, children):
+        return tuple(child for child in children if child is not None)
+
+    def dim_name(self, meta, children):
+        return s.DimRef(str(children[0]), None, _span(children[0]))
+
+    def dim_literal(self, meta, children):
+        return s.DimRef(None, int(children[0]), _span(children[0]))
+
+    def let_stmt(self, meta, children):
+        name, value = children
+        return s.Let(str(name), value, _span(name))
+
+    def assign_stmt(self, meta, children):
+        name, value = children
+        return s.Assign(str(name), value, _span(name))
+
+    # expressions
+    def int_literal(self, meta, children):
+        return _number(children[0])
+
+    float_literal = int_literal
+
+    def name(self, meta, children):
+        return s.Name(str(children[0]), _span(children[0]))
+
+    def true(self, meta, children):
+        return s.Bool(True, _span(meta))
+
+    def false(self, meta, children):
+        return s.Bool(False, _span(meta))
+
+    def _binary(op):  # noqa: N805 - a factory used while the class body runs
+        def build(self, meta, children):
+            lhs, rhs = children
+            return s.Binary(op, lhs, rhs, _span(meta))
+
+        return build
+
+    add = _binary("add")
+    sub = _binary("sub")
+    mul = _binary("mul")
+    div = _binary("div")
+    matmul = _binary("matmul")
+    pow_op = _binary("pow")
+    del _binary
+
+    def neg(self, meta, children):
+        return s.Unary("neg", children[0], _span(meta))
+
+    def compare(self, meta, children):
+        lhs, op, rhs = children
+        names = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+        return s.Compare(names[str(op)], lhs, rhs, _span(meta))
+
+    def attribute(self, meta, children):
+        value, attr = children
+        return s.Attribute(value, str(attr), _span(meta))
+
+    def call(self, meta, children):
+        func, *arguments = children
+        arguments = [a for a in arguments if a is not None]
+        args = tuple(a for a in arguments if not isinstance(a, s.Keyword))
+        keywords = tuple(a for a in arguments if isinstance(a, s.Keyword))
+        first_keyword = next(
+            (i for i, a in enumerate(arguments) if isinstance(a, s.Keyword)), len(arguments)
+        )
+        if any(not isinstance(a, s.Keyword) for a in arguments[first_keyword:]):
+            misplaced = next(a for a in arguments[first_keyword:] if not isinstance(a, s.Keyword))
+            raise SpecError("positional argument after a keyword argument", misplaced.span)
+        return s.Call(str(func), _span(func), args, keywords, _span(meta))
+
+    def keyword(self, meta, children):
+        name, value = children
+        return s.Keyword(str(name), value, _span(meta))
+
+    def list(self, meta, children):
+        return s.ListExpr(tuple(c for c in children if c is not None), _span(meta))
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = []
+    for terminal in sorted(expected):
+        if terminal in _FRIENDLY_TERMINALS:
+            names.append(_FRIENDLY_TERMINALS[terminal])
+            continue
+        pattern = _PARSER.get_terminal(terminal).pattern
+        names.append(f"`{pattern.value}`" if pattern.type == "str" else terminal.lower())
+    names = sorted(set(names))
+    if len(names) > 6:
+        return ""
+    return "; expected " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type == "_NL":
+        return "end of line"
+    return f"`{token}`"
+
+
+def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> SpecError:
+    if isinstance(error, UnexpectedCharacters):
+        char = text[error.pos_in_stream]
+        return SpecError(f"unexpected character `{char}`", Span.point(error.line, error.column))
+    if isinstance(error, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        span = Span.point(len(lines), len(lines[-1]) + 1)
+        return SpecError("unexpected end of file" + _describe_expected(error.expected), span)
+    assert isinstance(error, UnexpectedToken)
+    token = error.token
+    if token.type == "$END":
+        lines = text.splitlines() or [""]
+        span = Span.point(len(lines), len(lines[-1]) + 1)
+    elif token.type == "_NL":
+        # Point just past the end of the line that broke off, not at the next one.
+        span = Span.point(token.line, token.column)
+    else:
+        span = _span(token)
+    message = f"unexpected {_describe_token(token)}" + _describe_expected(error.expected)
+    return SpecError(message, span)
+
+
+def parse(text: str) -> s.Spec:
+    """Parses spec text; raises `SpecError` (without source attached) on bad syntax."""
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        tree = _PARSER.parse(text)
+    except lark.exceptions.UnexpectedInput as error:
+        raise _syntax_error(error, text) from None
+    try:
+        spec = _ToSyntax().transform(tree)
+    except VisitError as error:
+        if isinstance(error.orig_exc, SpecError):
+            raise error.orig_exc from None
+        raise
+    return _flatten_dims(spec)
+
+
+def _flatten_dims(spec: s.Spec) -> s.Spec:
+    """`dims M = 1, N = 2` parses to one tuple; spread it into separate items."""
+    items: list[s.Item] = []
+    for item in spec.items:
+        items.extend(item if isinstance(item, tuple) else (item,))
+    return s.Spec(spec.name, spec.name_span, tuple(items))

@@ -1,0 +1,66 @@
+"""parse -> check -> lower (pass, pass, ...) -> emit, with every stage printable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ptodsl import ir
+from ptodsl.checker import check
+from ptodsl.diagnostics import Source, SpecError
+from ptodsl.parser import parse
+from ptodsl.passes.fold_constants import fold_constants
+from ptodsl.passes.hoist_scalars import hoist_scalars
+from ptodsl.passes.legalize import legalize
+from ptodsl.passes.loops import insert_loops
+from ptodsl.passes.merge_axes import merge_axes
+from ptodsl.passes.output_safety import output_safety
+from ptodsl.passes.tiling import tile_phases
+from ptodsl.syntax import Spec
+
+Pass = Callable[[ir.Kernel], ir.Kernel]
+
+# In order. Each name is also an `--emit` stage showing the IR after that pass.
+PASSES: tuple[tuple[str, Pass], ...] = (
+    ("fold_constants", fold_constants),
+    ("legalize", legalize),
+    ("hoist_scalars", hoist_scalars),
+    ("output_safety", output_safety),
+    ("merge_axes", merge_axes),
+    ("tiling", tile_phases),
+    ("loops", insert_loops),
+)
+PASS_NAMES = tuple(name for name, _ in PASSES)
+
+
+@attrs.frozen
+class Lowered:
+    """Every stage of one compilation that later stages and `--emit` need."""
+
+    source: Source
+    syntax: Spec
+    checked: ir.Kernel  # the spec's meaning, before any pass: the torch reference's input
+    stages: tuple[tuple[str, ir.Kernel], ...]  # the IR after each pass
+
+    @property
+    def kernel(self) -> ir.Kernel:
+        return self.stages[-1][1]
+
+    def after(self, pass_name: str) -> ir.Kernel:
+        return dict(self.stages)[pass_name]
+
+
+def lower(source: Source) -> Lowered:
+    """Runs the front end and the passes; every `SpecError` comes out with its source."""
+    try:
+        syntax = parse(source.text)
+        checked = check(syntax)
+        stages = []
+        kernel = checked
+        for name, run in PASSES:
+            kernel = run(kernel)
+            stages.append((name, kernel))
+    except SpecError as error:
+        raise error.attach(source) from None
+    return Lowered(source, syntax, checked, tuple(stages))

@@ -1,0 +1,64 @@
+"""The lowering decisions of a kernel as JSON: kernel-side shapes, tile phases and loops."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ptodsl import ir
+from ptodsl.passes.tiling import auto_tiles
+from ptodsl.target import PYPTO_0_2_0, Target
+
+
+def _phase(phase: ir.Phase, itemsize: int) -> dict:
+    loop = phase.loop
+    entry = {
+        "statements": list(phase.statements),
+        "shape": list(phase.shape),
+        "tile": list(phase.tile),
+        "tile_elements": math.prod(phase.tile),
+        "tile_last_axis_bytes": phase.tile[-1] * itemsize,
+        "auto_tiles": auto_tiles(phase.shape, phase.tile),
+        "loop": None,
+    }
+    if loop is not None:
+        entry["loop"] = {
+            "axis": 0,
+            "count": loop.count,
+            "chunk": loop.chunk,
+            "tail": loop.tail,
+            "tiles_per_iteration": auto_tiles(phase.block_shape, phase.tile),
+            "tail_tile": list(phase.tail_tile) if phase.tail_tile else None,
+        }
+    return entry
+
+
+def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
+    assert kernel.schedule is not None, "the plan exists after tiling"
+    itemsize = kernel.outputs[0].type.dtype.itemsize
+
+    def tensors(group: tuple[ir.Tensor, ...]) -> dict:
+        return {
+            t.name: {
+                "dtype": t.type.dtype.value,
+                "shape": list(t.type.shape),
+                "kernel_shape": list(t.kernel_shape),
+            }
+            for t in group
+        }
+
+    return {
+        "kernels": [
+            {
+                "name": kernel.name,
+                "target": target.name,
+                "inputs": tensors(kernel.inputs),
+                "outputs": tensors(kernel.outputs),
+                "phases": [_phase(p, itemsize) for p in kernel.schedule.phases],
+            }
+        ]
+    }
+
+
+def format_plan(kernel: ir.Kernel) -> str:
+    return json.dumps(plan_of(kernel), indent=2) + "\n"

@@ -1,0 +1,136 @@
+"""IR expressions as Python source text, for the PyPTO kernel and for the torch reference.
+
+The two emitters share precedence handling and differ only in how they spell each op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from ptodsl import ir
+from ptodsl.target import form
+
+# Python precedence, higher binds tighter.
+_ATOM, _POWER, _UNARY, _PRODUCT, _SUM, _COMPARE = 7, 6, 5, 4, 3, 2
+
+_INFIX = {
+    "add": (" + ", _SUM),
+    "sub": (" - ", _SUM),
+    "mul": (" * ", _PRODUCT),
+    "div": (" / ", _PRODUCT),
+    "lt": (" < ", _COMPARE),
+    "le": (" <= ", _COMPARE),
+    "gt": (" > ", _COMPARE),
+    "ge": (" >= ", _COMPARE),
+    "eq": (" == ", _COMPARE),
+    "ne": (" != ", _COMPARE),
+}
+
+# How one dialect spells an op that is not infix: a format string over the operand texts,
+# keyed on the op form (`maximum(t,s)`) or, failing that, on the op name.
+# A plain call (`pypto.exp({0})`) takes its operands as they are; any other form names its
+# own precedence in `_FORM_PRECEDENCE` and gets atom-level operands.
+Spelling = Mapping[str, str]
+Namer = Callable[[ir.Ref], str]
+
+
+class PythonEmitter:
+    def __init__(self, tensor_spelling: Spelling, scalar_spelling: Spelling, name: Namer):
+        self.tensor_spelling = tensor_spelling
+        self.scalar_spelling = scalar_spelling
+        self.name = name
+
+    def emit(self, expr: ir.Expr) -> str:
+        return self._emit(expr)[0]
+
+    def _emit(self, expr: ir.Expr) -> tuple[str, int]:
+        if isinstance(expr, ir.Const):
+            text = ir.format_number(expr.value)
+            return text, (_UNARY if expr.value < 0 else _ATOM)
+        if isinstance(expr, ir.Ref):
+            return self.name(expr), _ATOM
+        if expr.op in _INFIX:
+            symbol, precedence = _INFIX[expr.op]
+            lhs, rhs = expr.operands
+            # Left-associative: the right operand needs parentheses at equal precedence.
+            return (
+                self._wrap(lhs, precedence) + symbol + self._wrap(rhs, precedence + 1),
+                precedence,
+            )
+        if expr.op == "neg":
+            return "-" + self._wrap(expr.operands[0], _UNARY), _UNARY
+        spelling = self.scalar_spelling if ir.is_scalar(expr) else self.tensor_spelling
+        template = spelling.get(form(expr), spelling.get(expr.op))
+        if template is None:
+            raise ValueError(f"no spelling for `{form(expr)}` in this dialect")
+        if template in _FORM_PRECEDENCE:
+            operands = [self._wrap(operand, _ATOM) for operand in expr.operands]
+            return template.format(*operands), _FORM_PRECEDENCE[template]
+        operands = [self.emit(operand) for operand in expr.operands]
+        return template.format(*operands), _ATOM
+
+    def _wrap(self, expr: ir.Expr, precedence: int) -> str:
+        text, own = self._emit(expr)
+        return f"({text})" if own < precedence else text
+
+
+_FORM_PRECEDENCE = {
+    "{0} ** {1}": _POWER,
+    "1.0 / math.sqrt({0})": _PRODUCT,
+    "1.0 / {0}": _PRODUCT,
+    "1.0 / (1.0 + math.exp(-{0}))": _PRODUCT,
+}
+
+SCALAR_SPELLING: Spelling = {
+    "pow": "{0} ** {1}",
+    "exp": "math.exp({0})",
+    "log": "math.log({0})",
+    "sqrt": "math.sqrt({0})",
+    "rsqrt": "1.0 / math.sqrt({0})",
+    "abs": "abs({0})",
+    "reciprocal": "1.0 / {0}",
+    "sigmoid": "1.0 / (1.0 + math.exp(-{0}))",
+    "tanh": "math.tanh({0})",
+    "relu": "max({0}, 0.0)",
+    "log1p": "math.log1p({0})",
+    "expm1": "math.expm1({0})",
+    "maximum": "max({0}, {1})",
+    "minimum": "min({0}, {1})",
+    "clamp": "min(max({0}, {1}), {2})",
+}
+
+
+def _chain(expr: ir.Expr, precedence: int) -> list[tuple[str, ir.Expr]]:
+    """A left-associative run of infix ops at one precedence: [("", a), (" + ", b), ...]."""
+    if isinstance(expr, ir.Op) and expr.op in _INFIX and _INFIX[expr.op][1] == precedence:
+        lhs, rhs = expr.operands
+        return _chain(lhs, precedence) + [(_INFIX[expr.op][0], rhs)]
+    return [("", expr)]
+
+
+def emit_assignment(
+    emitter: PythonEmitter, target: str, expr: ir.Expr, indent: str, width: int = 99
+) -> list[str]:
+    """`target = expr` as lines within `width`, breaking a long sum or product Black-style:
+    one operand per line inside parentheses."""
+    line = f"{indent}{target} = {emitter.emit(expr)}"
+    if len(line) <= width or not (isinstance(expr, ir.Op) and expr.op in _INFIX):
+        return [line]
+    precedence = _INFIX[expr.op][1]
+    lines = [f"{indent}{target} = ("]
+    for symbol, operand in _chain(expr, precedence):
+        text = emitter._wrap(operand, precedence + (1 if symbol else 0))
+        lines.append(f"{indent}    {symbol.strip() + ' ' if symbol else ''}{text}")
+    lines.append(f"{indent})")
+    return lines
+
+
+def uses_math(kernel: ir.Kernel) -> bool:
+    """Whether some scalar arithmetic spells itself with the `math` module."""
+    return any(
+        isinstance(node, ir.Op)
+        and ir.is_scalar(node)
+        and "math." in SCALAR_SPELLING.get(node.op, "")
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+    )

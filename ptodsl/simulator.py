@@ -1,0 +1,449 @@
+"""Run generated PyPTO kernel modules in pypto's SIM mode and read back numbers and cost.
+
+The parent side (`run_model`) never imports pypto: every run happens in a fresh worker
+process (`ptodsl._sim_worker`) inside a private temporary directory, because pypto writes
+many files, prints a lot, and a few kernel constructs crash the whole process.
+
+The worker side uses `ensure_calculator` and `install_verify_fix` to get correct numbers
+out of pypto 0.2.0 quickly.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import csv
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import attrs
+import torch
+
+VERIFY_LEVELS = ("none", "graph", "all")
+DEFAULT_TIMEOUT_S = 600.0
+# The cost model counts cycles of a 1.8 GHz clock; pypto's own summary divides by 1800.
+CYCLES_PER_US = 1800
+
+_CALCULATOR_SO = Path("lib", "libtile_fwk_calculator.so")
+_REQUEST_FILE = "request.json"
+_TENSORS_FILE = "tensors.pt"
+_OUTPUTS_FILE = "outputs.pt"
+_ERROR_FILE = "error.txt"
+_LOG_FILE = "worker.log"
+_PYPTO_OUTPUT_DIR = "pypto_output"
+_LOG_TAIL_LINES = 12
+# "[ERROR] PYPTO(pid):date time [file.cpp:line][MODULE]:message", printed with ASCEND_SLOG_*.
+_PYPTO_ERROR_LINE = re.compile(
+    r"^\[ERROR\] PYPTO\S* \S+ \[(?P<source>[^\]]+)\]\[[^\]]*\]:(?P<message>.*)$", re.MULTILINE
+)
+# Printed by every successful 0.2.0 simulation too, so they explain nothing.
+_HARMLESS_PYPTO_ERRORS = ("#data.valid: Index out of bounds", "idx < size_")
+# torch warns at import that numpy is missing; irrelevant to any kernel.
+_LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
+
+
+class SimulationError(RuntimeError):
+    """A generated kernel module could not be simulated (crash, pypto error or timeout)."""
+
+
+class PassResult(NamedTuple):
+    """One row of pypto's per-pass verification report."""
+
+    pass_name: str
+    verdict: str
+    max_abs_diff: float | None
+
+
+@attrs.frozen(eq=False)
+class SimRun:
+    """What one simulated run of a model produced.
+
+    `outputs` are the model's outputs; they are empty for verify="none" because SIM
+    without verification computes no numbers. Times and cycles are summed over all
+    kernel launches the model made.
+    """
+
+    outputs: list[torch.Tensor]
+    sim_time_us: float
+    total_cycles: int
+    pass_results: tuple[PassResult, ...]
+    verify: str
+
+
+@attrs.frozen
+class MemoryRates:
+    """Per-core transfer rates of the simulated platform (A2A3.ini), in bytes per cycle."""
+
+    ddr_read: int
+    ddr_write: int
+    l2_read: int
+    l2_write: int
+    clock_mhz: int
+    cube_cores: int
+    vector_cores: int
+
+
+# ---------------------------------------------------------------------------------------
+# Worker side: calculator cache and the 0.2.0 verify-data fix
+# ---------------------------------------------------------------------------------------
+
+
+def calculator_cache_root() -> Path:
+    base = os.environ.get("PTODSL_CACHE_DIR") or Path.home() / ".cache" / "ptodsl"
+    return Path(base) / "calculator"
+
+
+def ensure_calculator() -> Path:
+    """Load pypto's torch-backed calculator, building it at most once per environment.
+
+    pypto rebuilds it with cmake in every process (~30 s); we build it once into a cache
+    keyed by everything the binary depends on and just dlopen it afterwards.
+    """
+    from pypto._utils import BuildOnlineManager
+
+    manager = BuildOnlineManager()
+    source_dir = manager.pkg_lib_dir / "calculator"
+    cmake_defines = _calculator_cmake_defines()
+    target = calculator_cache_root() / _calculator_key(source_dir, cmake_defines)
+    library = target / _CALCULATOR_SO
+    if not library.exists():
+        _build_calculator_locked(source_dir, cmake_defines, target)
+    if not manager.calculator_loaded:
+        # RTLD_GLOBAL: pypto resolves the calculator's symbols by name.
+        ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+        manager.calculator_loaded = True
+    return library
+
+
+def _calculator_cmake_defines() -> dict[str, str]:
+    # The same three facts pypto passes to cmake when it builds the calculator itself.
+    return {
+        "PY3_MOD_TORCH_VERSION": str(torch.__version__),
+        "PY3_MOD_TORCH_ROOT_PATH": str(Path(torch.__file__).parent),
+        "PY3_MOD_TORCH_C_GLIBCXX_USE_CXX11_ABI": str(int(torch._C._GLIBCXX_USE_CXX11_ABI)),
+    }
+
+
+def _calculator_key(source_dir: Path, cmake_defines: Mapping[str, str]) -> str:
+    digest = hashlib.sha256()
+    facts = [metadata.version("pypto"), str(source_dir), *sorted(cmake_defines.items())]
+    digest.update(repr(facts).encode())
+    for path in sorted(p for p in source_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(source_dir)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _build_calculator_locked(
+    source_dir: Path, cmake_defines: Mapping[str, str], target: Path
+) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _CALCULATOR_SO).exists():  # another process built it meanwhile
+            return
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
+            install_dir = _cmake_build(source_dir, cmake_defines, Path(scratch))
+            if not (install_dir / _CALCULATOR_SO).exists():
+                raise RuntimeError(f"calculator build produced no {_CALCULATOR_SO}")
+            # Same filesystem, so readers see either nothing or the complete library.
+            shutil.rmtree(target, ignore_errors=True)
+            install_dir.rename(target)
+
+
+def _cmake_build(source_dir: Path, cmake_defines: Mapping[str, str], scratch: Path) -> Path:
+    from pypto._utils import BuildOnlineManager
+
+    cmake = BuildOnlineManager._CMakeContext()
+    context = BuildOnlineManager._CMakeContext.CompileContext(src_dir=source_dir, tmp_dir=scratch)
+    context.cfg_cmd_ext = " ".join(f"-D{name}={value}" for name, value in cmake_defines.items())
+    context.build_job_num = os.cpu_count() or 1
+    try:
+        return cmake.compile(ctx=context)
+    except subprocess.CalledProcessError as error:
+        output = f"{error.stdout or ''}{error.stderr or ''}".strip().splitlines()
+        reason = "\n".join(output[-_LOG_TAIL_LINES:])
+        raise RuntimeError(f"building pypto's calculator failed:\n{reason}") from error
+
+
+def install_verify_fix() -> None:
+    """Make SIM-mode verification compute on the caller's real inputs.
+
+    pypto 0.2.0 registers zero-filled copies of the inputs, so the calculator evaluates
+    f(0) and overwrites the caller's inputs with zeros. Worker process only.
+    """
+    from pypto.frontend.parser import entry
+
+    entry.JitCallableWrapper._setup_verify_data = staticmethod(_register_real_verify_inputs)
+
+
+def _register_real_verify_inputs(pto_tensors: list) -> None:
+    import pypto
+    from pypto import pypto_impl
+    from pypto.runtime import _pto_to_tensor_data, _pto_verify_datas
+
+    if not pypto.get_verify_options().get("enable_pass_verify"):
+        return
+    ensure_calculator()
+    pypto_impl.SetVerifyData(
+        _pto_to_tensor_data(pto_tensors), [], _pto_verify_datas.get_data()
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Parent side: run a module in a worker and read what pypto wrote
+# ---------------------------------------------------------------------------------------
+
+
+def run_model(
+    module_path: str | os.PathLike[str],
+    init_kwargs: Mapping[str, Any],
+    inputs: Sequence[torch.Tensor],
+    *,
+    goldens: Sequence[torch.Tensor] | None = None,
+    kernel_inputs: int | None = None,
+    verify: str = "graph",
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> SimRun:
+    """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
+
+    verify: "none" (cost only, no numbers), "graph" (numbers from the tensor graph) or
+    "all" (also verify later passes tile by tile; slow beyond ~256K elements).
+    goldens: expected kernel outputs for pypto's per-pass comparison of the first kernel
+    launch; `kernel_inputs` is that kernel's number of input parameters (default:
+    len(inputs)).
+    """
+    if verify not in VERIFY_LEVELS:
+        raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
+    module_path = Path(module_path).resolve()
+    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
+    try:
+        _write_request(work_dir, module_path, init_kwargs, inputs, goldens, kernel_inputs, verify)
+        _run_worker(work_dir, module_path, timeout)
+        return _read_results(work_dir, verify)
+    finally:
+        _dispose(work_dir)
+
+
+def _write_request(
+    work_dir: Path,
+    module_path: Path,
+    init_kwargs: Mapping[str, Any],
+    inputs: Sequence[torch.Tensor],
+    goldens: Sequence[torch.Tensor] | None,
+    kernel_inputs: int | None,
+    verify: str,
+) -> None:
+    request = {
+        "module_path": str(module_path),
+        "verify": verify,
+        "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
+    }
+    (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
+    # init_kwargs travel with the tensors so tuples stay tuples (JSON would make lists).
+    payload = {
+        "inputs": [t.detach().cpu() for t in inputs],
+        "init_kwargs": dict(init_kwargs),
+        "goldens": None if goldens is None else [t.detach().cpu() for t in goldens],
+    }
+    torch.save(payload, work_dir / _TENSORS_FILE)
+
+
+def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
+    command = [sys.executable, "-m", "ptodsl._sim_worker", str(work_dir)]
+    with open(work_dir / _LOG_FILE, "wb") as log:
+        worker = subprocess.Popen(
+            command,
+            cwd=work_dir,
+            env=_worker_environment(work_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # lets a timeout kill pypto's helper children too
+        )
+        try:
+            returncode = worker.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(worker)
+            raise SimulationError(
+                f"simulating {module_path.name} timed out after {timeout:g} s"
+                + _log_excerpt(work_dir)
+            ) from None
+        except BaseException:
+            _kill_group(worker)
+            raise
+    if returncode != 0:
+        raise SimulationError(_describe_failure(work_dir, module_path, returncode))
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _worker_environment(work_dir: Path) -> dict[str, str]:
+    stub_bin = work_dir / "bin"
+    stub_bin.mkdir()
+    _write_noop_python(stub_bin / "python3")
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env.update(
+        {
+            "PATH": os.pathsep.join([str(stub_bin), env.get("PATH", "")]),
+            "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")])),
+            "TILE_FWK_OUTPUT_DIR": str(work_dir / _PYPTO_OUTPUT_DIR),
+            "PYPTO_HOME": str(work_dir / "pypto_home"),
+            "ASCEND_PROCESS_LOG_PATH": str(work_dir / "ascend_log"),
+            # Errors only, but to stdout: they carry the reason behind "Run pass failed".
+            "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
+            "ASCEND_GLOBAL_LOG_LEVEL": "3",
+        }
+    )
+    return env
+
+
+def _write_noop_python(path: Path) -> None:
+    # The simulator starts swim-lane plotting scripts through `python3` on PATH; they only
+    # draw pictures (and fail noisily without matplotlib), so a no-op stands in for them.
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+
+
+def _describe_failure(work_dir: Path, module_path: Path, returncode: int) -> str:
+    error_file = work_dir / _ERROR_FILE
+    if error_file.exists():  # the worker caught a Python exception and described it
+        what = f"failed: {error_file.read_text().strip()}"
+        log_lines: list[str] = []
+    elif returncode < 0:
+        what = f"crashed with {signal.Signals(-returncode).name}"
+        log_lines = _log_lines(work_dir)
+    else:
+        what = f"failed with exit code {returncode}"
+        log_lines = _log_lines(work_dir)
+    return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, log_lines)
+
+
+def _log_excerpt(work_dir: Path, fallback_lines: list[str]) -> str:
+    """pypto's own error lines (the C++ reason behind a generic failure), else the log's end."""
+    errors = _pypto_errors(work_dir)
+    if errors:
+        return "\npypto errors:\n  " + "\n  ".join(errors[-_LOG_TAIL_LINES:])
+    if fallback_lines:
+        return "\nlast log lines:\n  " + "\n  ".join(fallback_lines[-_LOG_TAIL_LINES:])
+    return ""
+
+
+def _log_lines(work_dir: Path) -> list[str]:
+    log = work_dir / _LOG_FILE
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return [
+        line.rstrip()
+        for line in text.splitlines()
+        if line.strip() and not any(noise in line for noise in _LOG_NOISE)
+    ]
+
+
+def _pypto_errors(work_dir: Path) -> list[str]:
+    errors: list[str] = []
+    for match in _PYPTO_ERROR_LINE.finditer("\n".join(_log_lines(work_dir))):
+        line = f"[{match['source']}] {match['message'].strip()}"
+        harmless = any(marker in line for marker in _HARMLESS_PYPTO_ERRORS)
+        if not harmless and line not in errors:
+            errors.append(line)
+    return errors
+
+
+def _read_results(work_dir: Path, verify: str) -> SimRun:
+    runs = sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput"))
+    if not runs:
+        raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
+    outputs = torch.load(work_dir / _OUTPUTS_FILE, weights_only=True)
+    return SimRun(
+        outputs=outputs if verify != "none" else [],
+        sim_time_us=sum(aicore_time_us(run / "_simulate.swim.json") for run in runs),
+        total_cycles=sum(total_cycles(run / "_simulate.stat.report.txt") for run in runs),
+        pass_results=tuple(_pass_results(work_dir / _PYPTO_OUTPUT_DIR)),
+        verify=verify,
+    )
+
+
+def aicore_time_us(swim_json: Path) -> float:
+    """pypto's "AICore End-to-End Time": first AI-core task start to last task end."""
+    spans = [
+        (task["execStart"], task["execEnd"])
+        for core in json.loads(swim_json.read_text())
+        if "AIC" in core["coreType"] or "AIV" in core["coreType"]
+        for task in core["tasks"]
+        if task["execEnd"] >= task["execStart"]
+    ]
+    if not spans:
+        return 0.0
+    return (max(end for _, end in spans) - min(start for start, _ in spans)) / CYCLES_PER_US
+
+
+def total_cycles(stat_report: Path) -> int:
+    for line in stat_report.read_text().splitlines():
+        if line.startswith("Total Cycles"):
+            return int(line.rsplit(":", 1)[1])
+    raise SimulationError(f"no 'Total Cycles' line in {stat_report.name}")
+
+
+def _pass_results(pypto_output: Path) -> Iterator[PassResult]:
+    for report in sorted(pypto_output.glob("*/verify_*/verify_result_brief.csv")):
+        with open(report, newline="") as handle:
+            for row in csv.DictReader(handle):
+                yield PassResult(row["passName"], row["verifyResult"], _float(row["maxAbsDiff"]))
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _dispose(work_dir: Path) -> None:
+    if os.environ.get("PTODSL_KEEP_SIM_DIR") == "1":
+        print(f"ptodsl: kept simulation files in {work_dir}", file=sys.stderr)
+        return
+    shutil.rmtree(work_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Simulated platform
+# ---------------------------------------------------------------------------------------
+
+
+def platform_memory_rates() -> MemoryRates:
+    """Memory rates of the simulated Ascend 910B as pypto's A2A3.ini declares them."""
+    config = configparser.ConfigParser()
+    config.read(_pypto_lib_dir() / "configs" / "A2A3.ini")
+    rates, soc, core = config["AICoreMemoryRates"], config["SoCInfo"], config["AICoreSpec"]
+    return MemoryRates(
+        ddr_read=rates.getint("ddr_read_rate"),
+        ddr_write=rates.getint("ddr_write_rate"),
+        l2_read=rates.getint("l2_read_rate"),
+        l2_write=rates.getint("l2_write_rate"),
+        clock_mhz=core.getint("cube_freq"),
+        cube_cores=soc.getint("cube_core_cnt"),
+        vector_cores=soc.getint("vector_core_cnt"),
+    )
+
+
+def _pypto_lib_dir() -> Path:
+    # Located without importing pypto, which costs over a second.
+    return Path(str(metadata.distribution("pypto").locate_file("pypto"))) / "lib"

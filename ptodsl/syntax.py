@@ -1,0 +1,158 @@
+"""The abstract syntax of a spec, as parsed: names are not yet resolved, shapes not checked."""
+
+from __future__ import annotations
+
+import attrs
+
+from ptodsl.diagnostics import Span
+
+# ---- expressions -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Number:
+    value: float
+    text: str
+    span: Span
+
+
+@attrs.frozen
+class Name:
+    id: str
+    span: Span
+
+
+@attrs.frozen
+class Bool:
+    value: bool
+    span: Span
+
+
+@attrs.frozen
+class Unary:
+    op: str  # "neg"
+    operand: Expr
+    span: Span
+
+
+@attrs.frozen
+class Binary:
+    op: str  # "add" | "sub" | "mul" | "div" | "matmul" | "pow"
+    lhs: Expr
+    rhs: Expr
+    span: Span
+
+
+@attrs.frozen
+class Compare:
+    op: str  # "lt" | "le" | "gt" | "ge" | "eq" | "ne"
+    lhs: Expr
+    rhs: Expr
+    span: Span
+
+
+@attrs.frozen
+class Keyword:
+    name: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class Call:
+    func: str
+    func_span: Span
+    args: tuple[Expr, ...]
+    keywords: tuple[Keyword, ...]
+    span: Span
+
+
+@attrs.frozen
+class Attribute:
+    value: Expr
+    attr: str
+    span: Span
+
+
+@attrs.frozen
+class ListExpr:
+    items: tuple[Expr, ...]
+    span: Span
+
+
+Expr = Number | Name | Bool | Unary | Binary | Compare | Call | Attribute | ListExpr
+
+# ---- declarations and statements ---------------------------------------------------------
+
+
+@attrs.frozen
+class DimRef:
+    """One axis in a declared shape: a dim name or a literal size."""
+
+    name: str | None
+    size: int | None
+    span: Span
+
+
+@attrs.frozen
+class TensorTypeExpr:
+    dtype: str
+    dtype_span: Span
+    dims: tuple[DimRef, ...] | None  # None: a scalar
+    span: Span
+
+
+@attrs.frozen
+class DimDecl:
+    name: str
+    size: int
+    span: Span
+
+
+@attrs.frozen
+class ParamDecl:
+    name: str
+    dtype: str
+    dtype_span: Span
+    default: float | None
+    span: Span
+
+
+@attrs.frozen
+class InputDecl:
+    name: str
+    type: TensorTypeExpr
+    domain: str | None
+    domain_span: Span | None
+    span: Span
+
+
+@attrs.frozen
+class OutputDecl:
+    name: str
+    type: TensorTypeExpr
+    span: Span
+
+
+@attrs.frozen
+class Let:
+    name: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class Assign:
+    target: str
+    value: Expr
+    span: Span
+
+
+Item = DimDecl | ParamDecl | InputDecl | OutputDecl | Let | Assign
+
+
+@attrs.frozen
+class Spec:
+    name: str
+    name_span: Span
+    items: tuple[Item, ...]
