@@ -58,7 +58,9 @@ def _negation(node: ir.Op) -> ir.Expr:
 def _tanh(node: ir.Op) -> ir.Expr:
     """tanh(x) = 2 * sigmoid(2x) - 1."""
     doubled = ir.op("mul", node.operands[0], _const(2.0, node), span=node.span)
-    scaled = ir.op("mul", ir.op("sigmoid", doubled, span=node.span), _const(2.0, node), span=node.span)
+    scaled = ir.op(
+        "mul", ir.op("sigmoid", doubled, span=node.span), _const(2.0, node), span=node.span
+    )
     return ir.op("sub", scaled, _const(1.0, node), span=node.span)
 
 
@@ -70,7 +72,9 @@ def _clamp(node: ir.Op) -> ir.Expr:
 
 def _expm1(node: ir.Op) -> ir.Expr:
     """PyPTO's expm1 rejects 1-D tensors."""
-    return ir.op("sub", ir.op("exp", node.operands[0], span=node.span), _const(1.0, node), span=node.span)
+    return ir.op(
+        "sub", ir.op("exp", node.operands[0], span=node.span), _const(1.0, node), span=node.span
+    )
 
 
 RULES: dict[str, Rule] = {

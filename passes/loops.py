@@ -9,11 +9,11 @@ every view has a compile-time size and nothing reads or writes past the tensor.
 from __future__ import annotations
 
 import attrs
+from ptodsl.passes.tiling import auto_tiles, ceil_div
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
 from ptodsl.target import PYPTO_0_2_0, Target
-from ptodsl.passes.tiling import auto_tiles, ceil_div
 
 
 def plan_loop(shape: tuple[int, ...], tile: tuple[int, ...], target: Target) -> ir.Loop | None:
@@ -32,7 +32,9 @@ def plan_loop(shape: tuple[int, ...], tile: tuple[int, ...], target: Target) -> 
         chunk = ceil_div(ceil_div(shape[0], count), tile[0]) * tile[0]
         if chunk * count == shape[0]:
             return ir.Loop(count=count, chunk=chunk, tail=0)
-    return ir.Loop(count=shape[0] // largest_chunk, chunk=largest_chunk, tail=shape[0] % largest_chunk)
+    return ir.Loop(
+        count=shape[0] // largest_chunk, chunk=largest_chunk, tail=shape[0] % largest_chunk
+    )
 
 
 def insert_loops(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:

@@ -33,7 +33,9 @@ def _balanced(size: int, tile: int, align: int) -> int:
     return aligned if aligned <= tile and aligned <= size else even
 
 
-def choose_tile(shape: tuple[int, ...], itemsize: int, target: Target = PYPTO_0_2_0) -> tuple[int, ...]:
+def choose_tile(
+    shape: tuple[int, ...], itemsize: int, target: Target = PYPTO_0_2_0
+) -> tuple[int, ...]:
     budget = target.max_tile_elements
     align = max(1, target.reduce_align_bytes // itemsize)
     tile = [1] * len(shape)

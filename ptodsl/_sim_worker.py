@@ -2,7 +2,8 @@
 
 Runs one generated kernel module in pypto's SIM mode. The parent owns REQUEST_DIR and
 the environment (output directories, quiet PATH); this process only reads the request,
-runs the model and writes the outputs or a one-line error next to it.
+runs the model and writes the outputs, or a short description of what went wrong, next
+to it.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()
     (request_dir,) = (Path(arg) for arg in argv)
     request = json.loads((request_dir / simulator._REQUEST_FILE).read_text())
+    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True)
     module_path = Path(request["module_path"])
     try:
-        outputs = run_request(request, module_path, request_dir)
+        outputs = simulate(module_path, request, payload)
     except BaseException as error:
         (request_dir / simulator._ERROR_FILE).write_text(describe_error(error, module_path))
         raise
@@ -43,8 +45,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def run_request(request: dict, module_path: Path, request_dir: Path) -> list[torch.Tensor]:
-    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True)
+def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]) -> list:
     module = _import_file(module_path)
     _configure_pypto(request["verify"])
     if payload["goldens"] is not None:
@@ -105,9 +106,7 @@ def _meaningful_lines(message: str) -> list[str]:
     ]
 
 
-def _innermost_frame_in(
-    error: BaseException, module_path: Path
-) -> traceback.FrameSummary | None:
+def _innermost_frame_in(error: BaseException, module_path: Path) -> traceback.FrameSummary | None:
     found = None
     chained: BaseException | None = error
     while chained is not None:  # outermost first, so the innermost match wins

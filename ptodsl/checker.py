@@ -96,7 +96,11 @@ class _Checker:
             known = "; ".join(f"`{name}`: {meaning}" for name, meaning in DOMAINS.items())
             raise SpecError(f"unknown domain `{domain}`", item.domain_span, note=known)
         self.inputs[item.name] = ir.Input(
-            item.name, self.tensor_type(item.type), item.span, self.dim_factors(item.type), domain
+            item.name,
+            self.tensor_type(item.type),
+            item.span,
+            self.dim_factors(item.type),
+            domain=domain,
         )
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
@@ -151,9 +155,7 @@ class _Checker:
     def item_Assign(self, item: s.Assign) -> None:  # noqa: N802
         if item.target not in self.outputs:
             if item.target in self.declared:
-                raise SpecError(
-                    f"cannot assign to `{item.target}`: it is not an output", item.span
-                )
+                raise SpecError(f"cannot assign to `{item.target}`: it is not an output", item.span)
             raise SpecError(
                 f"`{item.target}` is not a declared output",
                 item.span,
@@ -175,8 +177,7 @@ class _Checker:
             )
         if value.type != output.type:
             raise SpecError(
-                f"output `{item.target}` is declared {output.type}, but this value is "
-                f"{value.type}",
+                f"output `{item.target}` is declared {output.type}, but this value is {value.type}",
                 item.value.span,
             )
         self.stored[item.target] = item.span

@@ -190,7 +190,7 @@ class Tensor:
 
 @attrs.frozen
 class Input(Tensor):
-    domain: str = "real"
+    domain: str = attrs.field(default="real", kw_only=True)
 
 
 @attrs.frozen

@@ -207,7 +207,9 @@ def _describe_expected(expected: set[str]) -> str:
     names = sorted(set(names))
     if len(names) > 6:
         return ""
-    return "; expected " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1])
+    return "; expected " + (
+        names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    )
 
 
 def _describe_token(token: Token) -> str:

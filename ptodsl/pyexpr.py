@@ -5,6 +5,7 @@ The two emitters share precedence handling and differ only in how they spell eac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from ptodsl import ir
@@ -108,21 +109,47 @@ def _chain(expr: ir.Expr, precedence: int) -> list[tuple[str, ir.Expr]]:
     return [("", expr)]
 
 
+_CALL = re.compile(r"^(?P<head>[\w.]+)\(\{0\}(, \{\d\})*\)$")
+
+
+def _layout(
+    emitter: PythonEmitter,
+    expr: ir.Expr,
+    indent: str,
+    prefix: str,
+    suffix: str,
+    precedence: int,
+    width: int,
+) -> list[str]:
+    """Lines of `prefix expr suffix` within `width` where possible, broken Black-style: a
+    long sum or product one operand per line in parentheses, a long call one argument per
+    line."""
+    line = f"{indent}{prefix}{emitter._wrap(expr, precedence)}{suffix}"
+    if len(line) <= width or not isinstance(expr, ir.Op):
+        return [line]
+    inner = indent + "    "
+    if expr.op in _INFIX:
+        own = _INFIX[expr.op][1]
+        lines = [f"{indent}{prefix}("]
+        for symbol, operand in _chain(expr, own):
+            operator = symbol.strip() + " " if symbol else ""
+            lines += _layout(emitter, operand, inner, operator, "", own + bool(symbol), width)
+        return lines + [f"{indent}){suffix}"]
+    spelling = emitter.scalar_spelling if ir.is_scalar(expr) else emitter.tensor_spelling
+    call = _CALL.match(spelling.get(form(expr), spelling.get(expr.op, "")))
+    if call is None:
+        return [line]
+    lines = [f"{indent}{prefix}{call['head']}("]
+    for operand in expr.operands:
+        lines += _layout(emitter, operand, inner, "", ",", 0, width)
+    return lines + [f"{indent}){suffix}"]
+
+
 def emit_assignment(
     emitter: PythonEmitter, target: str, expr: ir.Expr, indent: str, width: int = 99
 ) -> list[str]:
-    """`target = expr` as lines within `width`, breaking a long sum or product Black-style:
-    one operand per line inside parentheses."""
-    line = f"{indent}{target} = {emitter.emit(expr)}"
-    if len(line) <= width or not (isinstance(expr, ir.Op) and expr.op in _INFIX):
-        return [line]
-    precedence = _INFIX[expr.op][1]
-    lines = [f"{indent}{target} = ("]
-    for symbol, operand in _chain(expr, precedence):
-        text = emitter._wrap(operand, precedence + (1 if symbol else 0))
-        lines.append(f"{indent}    {symbol.strip() + ' ' if symbol else ''}{text}")
-    lines.append(f"{indent})")
-    return lines
+    """`target = expr` as source lines of at most `width` characters where possible."""
+    return _layout(emitter, expr, indent, f"{target} = ", "", 0, width)
 
 
 def uses_math(kernel: ir.Kernel) -> bool:

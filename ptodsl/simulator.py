@@ -51,8 +51,9 @@ _PYPTO_ERROR_LINE = re.compile(
 )
 # Printed by every successful 0.2.0 simulation too, so they explain nothing.
 _HARMLESS_PYPTO_ERRORS = ("#data.valid: Index out of bounds", "idx < size_")
-# torch warns at import that numpy is missing; irrelevant to any kernel.
-_LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
+# Lines that never explain a failure: torch's missing-numpy warning at import and
+# faulthandler's list of loaded extension modules.
+_LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template", "Extension modules:")
 
 
 class SimulationError(RuntimeError):
@@ -198,9 +199,7 @@ def _register_real_verify_inputs(pto_tensors: list) -> None:
     if not pypto.get_verify_options().get("enable_pass_verify"):
         return
     ensure_calculator()
-    pypto_impl.SetVerifyData(
-        _pto_to_tensor_data(pto_tensors), [], _pto_verify_datas.get_data()
-    )
+    pypto_impl.SetVerifyData(_pto_to_tensor_data(pto_tensors), [], _pto_verify_datas.get_data())
 
 
 # ---------------------------------------------------------------------------------------
@@ -280,7 +279,7 @@ def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
             _kill_group(worker)
             raise SimulationError(
                 f"simulating {module_path.name} timed out after {timeout:g} s"
-                + _log_excerpt(work_dir)
+                + _log_excerpt(work_dir, with_tail=True)
             ) from None
         except BaseException:
             _kill_group(worker)
@@ -299,6 +298,8 @@ def _worker_environment(work_dir: Path) -> dict[str, str]:
     stub_bin = work_dir / "bin"
     stub_bin.mkdir()
     _write_noop_python(stub_bin / "python3")
+    tmp_dir = work_dir / "tmp"
+    tmp_dir.mkdir()
     package_parent = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env.update(
@@ -308,6 +309,7 @@ def _worker_environment(work_dir: Path) -> dict[str, str]:
             "TILE_FWK_OUTPUT_DIR": str(work_dir / _PYPTO_OUTPUT_DIR),
             "PYPTO_HOME": str(work_dir / "pypto_home"),
             "ASCEND_PROCESS_LOG_PATH": str(work_dir / "ascend_log"),
+            "TMPDIR": str(tmp_dir),
             # Errors only, but to stdout: they carry the reason behind "Run pass failed".
             "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
             "ASCEND_GLOBAL_LOG_LEVEL": "3",
@@ -327,23 +329,22 @@ def _describe_failure(work_dir: Path, module_path: Path, returncode: int) -> str
     error_file = work_dir / _ERROR_FILE
     if error_file.exists():  # the worker caught a Python exception and described it
         what = f"failed: {error_file.read_text().strip()}"
-        log_lines: list[str] = []
-    elif returncode < 0:
+        return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=False)
+    if returncode < 0:
         what = f"crashed with {signal.Signals(-returncode).name}"
-        log_lines = _log_lines(work_dir)
     else:
         what = f"failed with exit code {returncode}"
-        log_lines = _log_lines(work_dir)
-    return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, log_lines)
+    return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=True)
 
 
-def _log_excerpt(work_dir: Path, fallback_lines: list[str]) -> str:
+def _log_excerpt(work_dir: Path, *, with_tail: bool) -> str:
     """pypto's own error lines (the C++ reason behind a generic failure), else the log's end."""
-    errors = _pypto_errors(work_dir)
+    lines = _log_lines(work_dir)
+    errors = _pypto_errors(lines)
     if errors:
         return "\npypto errors:\n  " + "\n  ".join(errors[-_LOG_TAIL_LINES:])
-    if fallback_lines:
-        return "\nlast log lines:\n  " + "\n  ".join(fallback_lines[-_LOG_TAIL_LINES:])
+    if with_tail and lines:
+        return "\nlast log lines:\n  " + "\n  ".join(lines[-_LOG_TAIL_LINES:])
     return ""
 
 
@@ -357,9 +358,9 @@ def _log_lines(work_dir: Path) -> list[str]:
     ]
 
 
-def _pypto_errors(work_dir: Path) -> list[str]:
+def _pypto_errors(log_lines: list[str]) -> list[str]:
     errors: list[str] = []
-    for match in _PYPTO_ERROR_LINE.finditer("\n".join(_log_lines(work_dir))):
+    for match in _PYPTO_ERROR_LINE.finditer("\n".join(log_lines)):
         line = f"[{match['source']}] {match['message'].strip()}"
         harmless = any(marker in line for marker in _HARMLESS_PYPTO_ERRORS)
         if not harmless and line not in errors:
@@ -371,7 +372,10 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     runs = sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput"))
     if not runs:
         raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
-    outputs = torch.load(work_dir / _OUTPUTS_FILE, weights_only=True)
+    outputs_file = work_dir / _OUTPUTS_FILE
+    if not outputs_file.exists():
+        raise SimulationError("the simulation worker exited without writing the model's outputs")
+    outputs = torch.load(outputs_file, weights_only=True)
     return SimRun(
         outputs=outputs if verify != "none" else [],
         sim_time_us=sum(aicore_time_us(run / "_simulate.swim.json") for run in runs),

@@ -156,3 +156,23 @@ class Spec:
     name: str
     name_span: Span
     items: tuple[Item, ...]
+
+
+def format_syntax(node: object, indent: str = "") -> str:
+    """An indented dump of a syntax tree, spans left out, for `--emit ast`."""
+    if isinstance(node, tuple):
+        return "".join(format_syntax(item, indent) for item in node)
+    if not attrs.has(type(node)):
+        return f"{indent}{node!r}\n"
+    fields = [f for f in attrs.fields(type(node)) if not f.name.endswith("span")]
+    simple = [f for f in fields if not _is_tree(getattr(node, f.name))]
+    nested = [f for f in fields if _is_tree(getattr(node, f.name))]
+    header = " ".join(f"{f.name}={getattr(node, f.name)!r}" for f in simple)
+    text = f"{indent}{type(node).__name__} {header}".rstrip() + "\n"
+    for f in nested:
+        text += f"{indent}  {f.name}:\n" + format_syntax(getattr(node, f.name), indent + "    ")
+    return text
+
+
+def _is_tree(value: object) -> bool:
+    return attrs.has(type(value)) or (isinstance(value, tuple) and any(_is_tree(v) for v in value))

@@ -1,0 +1,5 @@
+import sys
+
+from ptodsl.cli import main
+
+sys.exit(main())

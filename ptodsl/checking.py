@@ -1,0 +1,223 @@
+"""`ptodsl check`: run a kernel in pypto SIM with pass verification on seeded inputs and
+compare every output with the spec's torch reference, computed independently in float64."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import attrs
+import torch
+
+from ptodsl import ir
+from ptodsl.api import Compiled
+from ptodsl.simulator import PassResult, SimRun, run_model
+
+# Per output dtype: |kernel - reference| <= atol + rtol * |reference| for EVERY element.
+# Stricter than KernelBench (1e-2 everywhere) and no share of elements may be off.
+TOLERANCES = {
+    ir.DType.F32: (1e-5, 1e-4),
+    ir.DType.F16: (1e-3, 4e-3),
+    ir.DType.BF16: (8e-3, 1.6e-2),
+}
+# Per-pass (tile-level) verification is affordable up to about this many elements.
+PER_PASS_VERIFY_LIMIT = 1 << 18
+PASSING_VERDICTS = {"PASS", "NO_COMPARE"}
+
+_TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
+
+
+def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
+    """Seeded values in the input's domain. Each input index draws from its own
+    distribution (scale and offset differ), so that swapping two operands changes results."""
+    generator = torch.Generator().manual_seed(seed * 1009 + index)
+    shape = tensor.type.shape
+    if tensor.domain == "positive":
+        values = torch.rand(shape, generator=generator, dtype=torch.float64)
+        values = 0.1 + 0.15 * index + (1.5 + 0.5 * index) * values
+    elif tensor.domain == "unit":
+        values = torch.rand(shape, generator=generator, dtype=torch.float64)
+        values = 0.02 + 0.96 * values ** (1.0 + 0.5 * index)
+    elif tensor.domain == "sign":
+        values = torch.randint(0, 2, shape, generator=generator).to(torch.float64) * 2 - 1
+    else:
+        values = torch.randn(shape, generator=generator, dtype=torch.float64)
+        values = values * (1.0 + 0.5 * index) + 0.25 * index * (-1) ** index
+    return values.to(_TORCH_DTYPES[tensor.type.dtype])
+
+
+@attrs.frozen
+class OutputCheck:
+    name: str
+    shape: tuple[int, ...]
+    max_abs_error: float
+    max_rel_error: float
+    mismatched: int
+    atol: float
+    rtol: float
+    problem: str | None = None  # why the comparison could not be made
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.mismatched == 0
+
+
+@attrs.frozen
+class CheckReport:
+    kernel: str
+    seed: int
+    verify: str
+    outputs: tuple[OutputCheck, ...]
+    passes: tuple[PassResult, ...]
+    sim_time_us: float
+    total_cycles: int
+
+    @property
+    def failed_passes(self) -> tuple[PassResult, ...]:
+        return tuple(p for p in self.passes if p.verdict not in PASSING_VERDICTS)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outputs) and not self.failed_passes
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "ok": self.ok,
+            "seed": self.seed,
+            "verify": self.verify,
+            "sim_time_us": self.sim_time_us,
+            "total_cycles": self.total_cycles,
+            "outputs": [attrs.asdict(o) | {"ok": o.ok} for o in self.outputs],
+            "passes": [p._asdict() for p in self.passes],
+        }
+
+
+def compare(
+    name: str, actual: torch.Tensor, expected: torch.Tensor, dtype: ir.DType
+) -> OutputCheck:
+    atol, rtol = TOLERANCES[dtype]
+    shape = tuple(expected.shape)
+    if tuple(actual.shape) != shape:
+        problem = f"kernel returned shape {list(actual.shape)}, expected {list(shape)}"
+        return OutputCheck(name, shape, math.inf, math.inf, expected.numel(), atol, rtol, problem)
+    if not torch.isfinite(expected).all():
+        problem = "the reference is not finite here: declare an input domain (e.g. `in positive`)"
+        return OutputCheck(name, shape, math.nan, math.nan, 0, atol, rtol, problem)
+    actual = actual.to(torch.float64)
+    error = (actual - expected).abs()
+    error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
+    relative = error / expected.abs().clamp_min(1e-30)
+    mismatched = int((error > atol + rtol * expected.abs()).sum())
+    max_abs = float(error.max()) if error.numel() else 0.0
+    max_rel = float(relative.max()) if relative.numel() else 0.0
+    return OutputCheck(name, shape, max_abs, max_rel, mismatched, atol, rtol)
+
+
+def choose_verify(kernel: ir.Kernel, passes: str) -> str:
+    if passes != "auto":
+        return passes
+    elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
+    return "all" if elements <= PER_PASS_VERIFY_LIMIT else "graph"
+
+
+def run_check(
+    compiled: Compiled,
+    *,
+    kernel_path: Path | None = None,
+    seed: int = 0,
+    passes: str = "auto",
+) -> CheckReport:
+    """Checks `compiled`'s generated module, or the module at `kernel_path` against the spec."""
+    checked = compiled.lowered.checked
+    lowered = compiled.kernel
+    inputs = [make_input(tensor, index, seed) for index, tensor in enumerate(checked.inputs)]
+    params = {p.name: p.default for p in checked.params}
+    missing = [name for name, value in params.items() if value is None]
+    if missing:
+        raise ValueError(f"params without a default value cannot be checked: {', '.join(missing)}")
+    init_kwargs = {p.name: p.default for p in checked.params if not p.forward}
+    forward_scalars = [p.default for p in checked.params if p.forward]
+    with torch.no_grad():
+        expected = compiled.reference.reference(
+            *(t.to(torch.float64) for t in inputs), *forward_scalars, **init_kwargs
+        )
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    goldens = [
+        e.reshape(o.kernel_shape).to(_TORCH_DTYPES[o.type.dtype])
+        for e, o in zip(expected, lowered.outputs, strict=True)
+    ]
+    verify = choose_verify(checked, passes)
+    with tempfile.TemporaryDirectory(prefix="ptodsl-check-") as scratch:
+        if kernel_path is None:
+            kernel_path = Path(scratch) / f"{compiled.name}.py"
+            kernel_path.write_text(compiled.source, encoding="utf-8")
+        run: SimRun = run_model(
+            kernel_path,
+            init_kwargs,
+            [*inputs, *forward_scalars],
+            goldens=goldens,
+            kernel_inputs=len(inputs),
+            verify=verify,
+        )
+    outputs = tuple(
+        compare(o.name, actual, e, o.type.dtype)
+        for o, actual, e in zip(checked.outputs, run.outputs, expected, strict=False)
+    )
+    if len(run.outputs) != len(checked.outputs):
+        problem = (
+            f"kernel returned {len(run.outputs)} outputs, the spec declares {len(checked.outputs)}"
+        )
+        outputs += (OutputCheck("(outputs)", (), math.inf, math.inf, 1, 0.0, 0.0, problem),)
+    return CheckReport(
+        kernel=compiled.name,
+        seed=seed,
+        verify=verify,
+        outputs=outputs,
+        passes=run.pass_results,
+        sim_time_us=run.sim_time_us,
+        total_cycles=run.total_cycles,
+    )
+
+
+def format_report(report: CheckReport) -> str:
+    verify_text = {
+        "all": "graph and per-pass (tile-level) verification",
+        "graph": "graph-level verification",
+        "none": "no verification",
+    }[report.verify]
+    rows = [("output", "shape", "max abs err", "max rel err", "tolerance", "result")]
+    for o in report.outputs:
+        result = "ok" if o.ok else (o.problem or f"FAIL: {o.mismatched} elements off")
+        rows.append(
+            (
+                o.name,
+                str(list(o.shape)),
+                f"{o.max_abs_error:.3g}",
+                f"{o.max_rel_error:.3g}",
+                f"atol {o.atol:g} rtol {o.rtol:g}",
+                result,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [f"ptodsl check {report.kernel}: pypto SIM, {verify_text}, seed {report.seed}"]
+    lines += [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    if report.passes:
+        failed = report.failed_passes
+        summary = f"{len(report.passes)} pass checks, " + (
+            "all passed" if not failed else f"{len(failed)} failed"
+        )
+        lines.append(f"pypto pass verification: {summary}")
+        for p in report.passes:
+            diff = "" if p.max_abs_diff is None else f" (max abs diff {p.max_abs_diff:.3g})"
+            lines.append(f"  {p.pass_name}: {p.verdict}{diff}")
+    lines.append(
+        f"simulated time: {report.sim_time_us:.2f} us (AICore end-to-end), "
+        f"{report.total_cycles} cycles"
+    )
+    lines.append("result: " + ("PASS" if report.ok else "FAIL"))
+    return "\n".join(lines) + "\n"

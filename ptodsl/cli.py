@@ -1,0 +1,152 @@
+"""The `ptodsl` command: compile and check specs.
+
+Exit status: 0 success, 1 a spec error or a failed check, 2 a usage error, 3 an internal
+error (a bug in ptodsl; `--debug` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from ptodsl import __version__
+from ptodsl.api import Compiled, write_atomically
+from ptodsl.diagnostics import Source, SpecError
+from ptodsl.ir import format_kernel
+from ptodsl.pipeline import PASS_NAMES, lower
+from ptodsl.plan import format_plan
+from ptodsl.syntax import format_syntax
+
+EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "torch")
+
+
+class UserError(Exception):
+    """A problem with how ptodsl was called or with its files, reported in one line."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ptodsl", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ptodsl {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    compile_command = commands.add_parser("compile", help="compile a spec to a PyPTO module")
+    compile_command.add_argument("spec", type=Path)
+    compile_command.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    compile_command.add_argument(
+        "--emit",
+        choices=STAGES,
+        default="pypto",
+        metavar="STAGE",
+        help="what to print: " + ", ".join(STAGES) + " (a pass name: the IR after that pass)",
+    )
+
+    check_command = commands.add_parser(
+        "check", help="run the kernel in pypto SIM and compare it with the torch reference"
+    )
+    check_command.add_argument("spec", type=Path)
+    check_command.add_argument(
+        "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
+    )
+    check_command.add_argument("--seed", type=int, default=0)
+    check_command.add_argument("--json", action="store_true", help="print the report as JSON")
+    check_command.add_argument(
+        "--passes",
+        choices=("auto", "all", "graph"),
+        default="auto",
+        help="pypto verification: per-pass (all), graph only, or by size (auto)",
+    )
+    return parser
+
+
+def _read_spec(path: Path) -> Source:
+    try:
+        return Source(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(
+            f"cannot read {path}: {getattr(error, 'strerror', None) or error}"
+        ) from None
+
+
+def _emit(stage: str, source: Source) -> str:
+    lowered = lower(source)
+    if stage == "ast":
+        return format_syntax(lowered.syntax)
+    if stage == "ir":
+        return format_kernel(lowered.checked)
+    if stage in PASS_NAMES:
+        return format_kernel(lowered.after(stage))
+    if stage == "plan":
+        return format_plan(lowered.kernel)
+    compiled = Compiled(lowered)
+    return compiled.source if stage == "pypto" else compiled.reference_source
+
+
+def _compile(args: argparse.Namespace) -> int:
+    source = _read_spec(args.spec)
+    text = _emit(args.emit, source)
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    if args.output.resolve() == args.spec.resolve():
+        raise UserError(f"refusing to overwrite the spec {args.spec} with the output")
+    try:
+        write_atomically(args.output, text)
+    except OSError as error:
+        raise UserError(f"cannot write {args.output}: {error.strerror or error}") from None
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    # Imported here: checking pulls in torch, which `compile` does not need.
+    from ptodsl.checking import format_report, run_check
+    from ptodsl.simulator import SimulationError
+
+    compiled = Compiled(lower(_read_spec(args.spec)))
+    if args.kernel is not None and not args.kernel.is_file():
+        raise UserError(f"cannot read {args.kernel}: no such file")
+    try:
+        report = run_check(compiled, kernel_path=args.kernel, seed=args.seed, passes=args.passes)
+    except SimulationError as error:
+        print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        sys.stdout.write(format_report(report))
+    return EXIT_OK if report.ok else EXIT_SPEC_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"compile": _compile, "check": _check}[args.command](args)
+    except SpecError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except UserError as error:
+        print(f"ptodsl: error: {error}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # noqa: BLE001 - the last line of defence against tracebacks
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(
+                f"ptodsl: internal error: {type(error).__name__}: {error}\n"
+                "This is a bug in ptodsl. Run again with --debug for the traceback, and report "
+                "it with the spec that caused it.",
+                file=sys.stderr,
+            )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Shared test fixtures: golden files and the examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
+GOLDENS = Path(__file__).resolve().parent / "goldens"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite golden files from the current output instead of comparing",
+    )
+
+
+@pytest.fixture
+def golden(request):
+    """golden(relative_path, text): compares text with the golden file, or rewrites it."""
+    update = request.config.getoption("--update-goldens")
+
+    def check(relative_path: str, text: str) -> None:
+        path = GOLDENS / relative_path
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"no golden {path}; run pytest --update-goldens and review the diff"
+        assert text == path.read_text(encoding="utf-8"), (
+            f"{relative_path} differs from its golden; if the change is intended, run "
+            "pytest --update-goldens and review the diff"
+        )
+
+    return check
