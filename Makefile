@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   compile examples/elu.pto and check it numerically in pypto SIM
+#   make test   the test suite (what CI runs)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v cmake >/dev/null || { echo "pypto builds its calculator with cmake: install cmake and a C++ compiler"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p build
+	$(BIN)/ptodsl compile examples/elu.pto -o build/elu.py
+	@echo "wrote build/elu.py"
+	$(BIN)/ptodsl check examples/elu.pto
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) build

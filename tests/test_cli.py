@@ -1,0 +1,101 @@
+"""The `ptodsl` command as a user runs it: stages, files, exit codes, and `check --kernel`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from ptodsl.cli import STAGES
+
+ELU = ROOT / "examples" / "elu.pto"
+
+
+def ptodsl(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ptodsl", *map(str, args)], capture_output=True, text=True, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_prints(stage):
+    result = ptodsl("compile", ELU, "--emit", stage)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    if stage == "plan":
+        assert json.loads(result.stdout)["kernels"][0]["name"] == "elu"
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).parent / "ptodsl"
+    result = subprocess.run([script, "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("ptodsl ")
+
+
+def test_compile_writes_output_file(tmp_path):
+    out = tmp_path / "elu.py"
+    result = ptodsl("compile", ELU, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == ptodsl("compile", ELU).stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["elu.py"], "no temporary files left"
+
+
+def test_spec_error_renders_without_traceback_and_writes_nothing(tmp_path):
+    spec = tmp_path / "bad.pto"
+    spec.write_text("kernel bad\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = x + z\n")
+    out = tmp_path / "bad.py"
+    result = ptodsl("compile", spec, "-o", out)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{spec}:5:9: error: unknown name `z`\n")
+    assert "Traceback" not in result.stderr
+    assert "^" in result.stderr
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.pto"]
+
+
+def test_compile_refuses_to_overwrite_its_spec(tmp_path):
+    spec = tmp_path / "elu.pto"
+    spec.write_text(ELU.read_text())
+    result = ptodsl("compile", spec, "-o", spec)
+    assert result.returncode == 1
+    assert "refusing to overwrite" in result.stderr
+    assert spec.read_text() == ELU.read_text()
+
+
+def test_missing_file_and_usage_errors(tmp_path):
+    missing = ptodsl("compile", tmp_path / "nope.pto")
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    usage = ptodsl("compile", ELU, "--emit", "nonsense")
+    assert usage.returncode == 2
+
+
+def test_non_utf8_spec_is_a_clean_error(tmp_path):
+    spec = tmp_path / "binary.pto"
+    spec.write_bytes(b"kernel k\n\xff\xfe\n")
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1 and "cannot read" in result.stderr
+
+
+def test_check_passes_and_reports(tmp_path):
+    result = ptodsl("check", ROOT / "examples" / "relu.pto", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] and report["outputs"][0]["max_abs_error"] == 0.0
+    assert report["sim_time_us"] > 0
+    assert list(tmp_path.iterdir()) == [], "check leaves nothing in the working directory"
+
+
+def test_check_fails_a_broken_kernel(tmp_path):
+    source = ptodsl("compile", ELU).stdout
+    broken = source.replace("- 1.0) * alpha", "- 1.0) * alpha * 1.001")
+    assert broken != source
+    kernel = tmp_path / "elu_broken.py"
+    kernel.write_text(broken)
+    result = ptodsl("check", ELU, "--kernel", kernel)
+    assert result.returncode == 1, result.stdout
+    assert "FAIL" in result.stdout

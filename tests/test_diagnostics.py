@@ -1,0 +1,85 @@
+"""Every diagnostic ptodsl reports, rendered in full: `file:line:col: error: ...`, the
+`-->` location, the source line and carets. The rendered texts are golden files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import ptodsl
+
+HEADER = """kernel k
+dims M = 4, N = 8
+"""
+
+CASES = {
+    # syntax
+    "unexpected_character": "kernel k\ny = x $ 1.0\n",
+    "unexpected_end_of_file": "kernel k\ny = (x +",
+    "missing_kernel_name": "kernel\n",
+    "missing_colon": "kernel k\ninput x f32[4]\n",
+    "keyword_before_positional": "kernel k\ny = f(a=1.0, 2.0)\n",
+    "huge_number": "kernel k\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = x * 1e999\n",
+    # declarations
+    "unknown_dtype": HEADER + "input x: f64[M, N]\n",
+    "duplicate_name": HEADER + "input M: f32[M]\n",
+    "zero_dim": "kernel k\ndims N = 0\n",
+    "rank_above_four": HEADER + "input x: f32[M, M, M, M, N]\n",
+    "unknown_dim": HEADER + "input x: f32[M, K]\n",
+    "unknown_domain": HEADER + "input x: f32[M, N] in happy\n",
+    "scalar_input_domain": HEADER + "input s: f32 in positive\n",
+    "output_without_shape": HEADER + "output y: f32\n",
+    "no_output": HEADER + "input x: f32[M, N]\n",
+    "output_never_assigned": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n",
+    # statements
+    "assign_to_undeclared": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nz = x\n",
+    "assign_to_input": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nx = x\n",
+    "assigned_twice": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x\ny = x\n",
+    "output_shape_mismatch": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\ny = x\n",
+    "output_dtype_mismatch": HEADER + "input x: f16[M, N]\noutput y: f32[M, N]\ny = x\n",
+    "scalar_to_output": HEADER + "param a: f32 = 1.0\noutput y: f32[M, N]\ny = a * 2.0\n",
+    # expressions
+    "unknown_name": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x + z\n",
+    "read_output": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\noutput w: f32[M, N]\n"
+    "y = x\nw = y\n",
+    "bool_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * true\n",
+    "list_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = [x]\n",
+    "transpose": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\ny = x.T\n",
+    "matmul": HEADER + "input x: f32[M, N]\noutput y: f32[M, M]\ny = x @ x\n",
+    "comparison_outside_where": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x > 0\n",
+    "reduction": HEADER + "input x: f32[M, N]\noutput y: f32[M]\ny = sum(x, axis=1)\n",
+    "unknown_function": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = gelu(x)\n",
+    "wrong_argument_count": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = exp(x, x)\n",
+    "unexpected_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = exp(x, k=1)\n",
+    "tensor_exponent": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x ** x\n",
+    "clamp_without_bounds": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = clamp(x)\n",
+    "clamp_tensor_bound": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = clamp(x, x, 1.0)\n",
+    "where_without_comparison": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = where(x, x, 0.0)\n",
+    "mixed_dtypes": HEADER + "input x: f32[M, N]\ninput h: f16[M, N]\noutput y: f32[M, N]\n"
+    "y = x + h\n",
+    "shapes_do_not_broadcast": HEADER + "input x: f32[M, N]\ninput v: f32[M]\n"
+    "output y: f32[M, N]\ny = x + v\n",
+    # passes
+    "constant_without_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = x + log(-1.0)\n",
+    "outputs_of_different_shapes": HEADER + "input x: f32[M, N]\ninput v: f32[N]\n"
+    "output y: f32[M, N]\noutput w: f32[N]\ny = x\nw = v\n",
+    "kernel_too_large_to_loop": "kernel k\ndims M = 2, N = 40000000\ninput x: f32[M, N]\n"
+    "input v: f32[M, 1]\noutput y: f32[M, N]\ny = x * v\n",
+}
+
+LOCATION = re.compile(r"^case\.pto:(\d+):(\d+): error: .+\n +--> case\.pto:\1:\2\n")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_diagnostic(case, golden):
+    with pytest.raises(ptodsl.SpecError) as raised:
+        ptodsl.compile(CASES[case], name="case.pto")
+    rendered = raised.value.render()
+    assert LOCATION.match(rendered), rendered
+    assert "^" in rendered.splitlines()[4]
+    assert str(raised.value) == rendered
+    golden(f"diagnostics/{case}.txt", rendered + "\n")

@@ -1,0 +1,158 @@
+"""Each pass alone, on small IR built by the front end."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptodsl import ir
+from ptodsl.checker import check
+from ptodsl.parser import parse
+from ptodsl.passes.fold_constants import fold_constants
+from ptodsl.passes.hoist_scalars import hoist_scalars
+from ptodsl.passes.legalize import RULES, legalize
+from ptodsl.passes.loops import insert_loops
+from ptodsl.passes.merge_axes import merge_axes
+from ptodsl.passes.output_safety import output_safety
+from ptodsl.passes.tiling import tile_phases
+from ptodsl.target import PYPTO_0_2_0, form
+
+
+def kernel_of(body: str, decls: str = "dims M = 4, N = 8\ninput x: f32[M, N]\n") -> ir.Kernel:
+    return check(parse(f"kernel k\n{decls}{body}"))
+
+
+def values(kernel: ir.Kernel) -> list[str]:
+    return [ir.format_expr(stmt.value) for stmt in kernel.body]
+
+
+def all_forms(kernel: ir.Kernel) -> set[str]:
+    return {
+        form(node)
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and not ir.is_scalar(node)
+    }
+
+
+# ---- fold_constants ----------------------------------------------------------------------
+
+
+def test_fold_constants_folds_literal_arithmetic_only():
+    kernel = kernel_of("param a: f32 = 2.0\noutput y: f32[M, N]\ny = x * (-(1.5) * 2.0) + a * 3.0\n")
+    assert values(fold_constants(kernel)) == ["add(mul(x, -3.0), mul(a, 3.0))"]
+
+
+# ---- legalize ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("1.0 - x", "add(mul(x, -1.0), 1.0)"),
+        ("2.0 / x", "mul(reciprocal(x), 2.0)"),
+        ("1.0 / x", "reciprocal(x)"),
+        ("-x", "mul(x, -1.0)"),
+        ("2.0 * x", "mul(x, 2.0)"),
+        ("3.0 + x", "add(x, 3.0)"),
+        ("max(0.0, x)", "maximum(x, 0.0)"),
+        ("tanh(x)", "sub(mul(sigmoid(mul(x, 2.0)), 2.0), 1.0)"),
+        ("clamp(x, -1.0, 1.0)", "minimum(maximum(x, -1.0), 1.0)"),
+        ("expm1(x)", "sub(exp(x), 1.0)"),
+        ("where(0.0 < x, x, 0.0)", "where(gt(x, 0.0), x, 0.0)"),
+        ("x - 1.0", "sub(x, 1.0)"),
+    ],
+)
+def test_legalize_rewrites_scalar_first_and_missing_builtins(expression, expected):
+    kernel = fold_constants(kernel_of(f"output y: f32[M, N]\ny = {expression}\n"))
+    legal = legalize(kernel)
+    assert values(legal) == [expected]
+    assert all_forms(legal) <= PYPTO_0_2_0.forms
+
+
+def test_every_rule_produces_target_forms():
+    x = ir.Ref("x", ir.TensorType((4,), ir.DType.F32), ir.Span.point(1, 1))
+    c = ir.Const(0.5, x.span)
+    for rule_form in RULES:
+        name, kinds = rule_form[:-1].split("(")
+        operands = tuple(x if kind == "t" else c for kind in kinds.split(","))
+        node = ir.op(name, *operands, span=x.span)
+        assert not PYPTO_0_2_0.supports(node), f"{rule_form} is supported: its rule never fires"
+        kernel = ir.Kernel("k", (), (), (), (), (ir.Let("v", node, x.span),))
+        assert all_forms(legalize(kernel)) <= PYPTO_0_2_0.forms, rule_form
+
+
+# ---- hoist_scalars -----------------------------------------------------------------------
+
+
+def test_hoist_scalars_moves_param_arithmetic_before_its_use():
+    kernel = kernel_of(
+        "param a: f32 = 2.0\noutput y: f32[M, N]\nlet k = a + 1.0\ny = x * (k * a)\n"
+    )
+    hoisted = hoist_scalars(kernel)
+    lets = [(s.name, ir.format_expr(s.value)) for s in hoisted.body if isinstance(s, ir.Let)]
+    assert lets == [("k", "add(a, 1.0)"), ("scalar_0", "mul(k, a)")]
+    assert values(hoisted)[-1] == "mul(x, scalar_0)"
+
+
+# ---- output_safety -----------------------------------------------------------------------
+
+
+def test_output_safety_clones_inputs_and_values_read_again():
+    kernel = kernel_of(
+        "output y: f32[M, N]\noutput z: f32[M, N]\noutput w: f32[M, N]\n"
+        "let t = exp(x)\ny = t\nz = x\nw = t * 2.0\n"
+    )
+    safe = output_safety(kernel)
+    stores = {s.output: s.clone for s in safe.body if isinstance(s, ir.Store)}
+    assert stores == {"y": True, "z": True, "w": False}
+    assert isinstance(safe.body[0], ir.Let), "lets run before every store"
+
+
+def test_output_safety_keeps_the_last_move_of_a_value():
+    kernel = kernel_of("output y: f32[M, N]\nlet t = exp(x)\ny = t\n")
+    (store,) = [s for s in output_safety(kernel).body if isinstance(s, ir.Store)]
+    assert not store.clone
+
+
+# ---- merge_axes --------------------------------------------------------------------------
+
+
+def kernel_shapes(kernel: ir.Kernel) -> dict[str, tuple[int, ...]]:
+    return {t.name: t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)}
+
+
+def test_merge_axes_flattens_pure_elementwise_to_one_axis():
+    merged = merge_axes(kernel_of("output y: f32[M, N]\ny = exp(x)\n"))
+    assert kernel_shapes(merged) == {"x": (32,), "y": (32,)}
+    assert merged.body[0].value.type.shape == (32,)
+
+
+def test_merge_axes_keeps_broadcast_axes_apart():
+    decls = "dims B = 2, C = 3, H = 4, W = 5\ninput x: f32[B, C, H, W]\ninput w: f32[C, 1, 1]\n"
+    merged = merge_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls))
+    assert kernel_shapes(merged) == {"x": (2, 3, 20), "w": (1, 3, 1), "y": (2, 3, 20)}
+    assert merged.input("x").kernel_dims == (("B",), ("C",), ("H", "W"))
+
+
+def test_merge_axes_merges_a_row_vector_broadcast():
+    decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput b: f32[N]\n"
+    merged = merge_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls))
+    assert kernel_shapes(merged) == {"x": (4, 8), "b": (1, 8), "y": (4, 8)}
+
+
+# ---- tiling and loops --------------------------------------------------------------------
+
+
+def test_tiling_then_loops_for_a_large_kernel():
+    decls = "dims M = 16384, N = 4096\ninput x: f32[M, N]\n"
+    kernel = merge_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n", decls))
+    tiled = tile_phases(kernel)
+    (phase,) = tiled.schedule.phases
+    assert phase.shape == (16384 * 4096,) and phase.tile == (16384,) and phase.loop is None
+    (looped,) = insert_loops(tiled).schedule.phases
+    assert looped.loop == ir.Loop(count=2, chunk=33554432, tail=0)
+
+
+def test_loops_leave_small_kernels_alone():
+    kernel = tile_phases(merge_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n")))
+    assert insert_loops(kernel).schedule.phases[0].loop is None

@@ -1,0 +1,52 @@
+"""The tile and loop rules on a sweep of shapes: primes, 1, very large, ranks 1 to 4."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ptodsl.passes.loops import plan_loop
+from ptodsl.passes.tiling import auto_tiles, ceil_div, choose_tile
+from ptodsl.target import PYPTO_0_2_0 as TARGET
+
+SHAPES = [
+    (1,), (7,), (8191,), (16384,), (16385,), (262144,), (1000003,), (67108864,), (999999937,),
+    (1, 1), (16, 16384), (3, 5), (97, 1031), (128, 4096), (16384, 4096), (2, 33554432),
+    (1, 1, 1), (16, 64, 65536), (13, 17, 19), (4, 256, 256),
+    (1, 1, 1, 1), (16, 64, 256, 256), (2, 3, 5, 7), (8, 1, 1, 1048576),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("itemsize", [4, 2])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_tile_rules(shape, itemsize):
+    tile = choose_tile(shape, itemsize)
+    assert len(tile) == len(shape)
+    assert all(1 <= t <= s for t, s in zip(tile, shape, strict=True))
+    assert math.prod(tile) <= TARGET.max_tile_elements
+    wanted = TARGET.min_contiguous_bytes // itemsize
+    assert tile[-1] >= min(shape[-1], wanted), "last-axis tile below 1 KB though the axis allows"
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_loop_rules(shape):
+    tile = choose_tile(shape, 4)
+    loop = plan_loop(shape, tile, TARGET)
+    if auto_tiles(shape, tile) <= TARGET.max_auto_tiles:
+        assert loop is None, "a loop only when the tiles would exceed the limit"
+        return
+    if loop is None:  # only when one row block alone is too many tiles
+        assert auto_tiles(shape[1:], tile[1:]) > TARGET.max_auto_tiles
+        return
+    assert loop.chunk % tile[0] == 0
+    assert loop.count >= 1 and 0 <= loop.tail < loop.chunk
+    assert loop.count * loop.chunk + loop.tail == shape[0], "chunks and tail cover axis 0 exactly"
+    block = (loop.chunk, *shape[1:])
+    assert auto_tiles(block, tile) <= TARGET.max_auto_tiles
+
+
+def test_balanced_tiles_avoid_slivers():
+    assert choose_tile((16385,), 4) == (8200,)
+    assert ceil_div(16385, 8200) == 2
+    assert choose_tile((20000,), 4) == (10000,)
