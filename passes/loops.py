@@ -26,15 +26,13 @@ def plan_loop(shape: tuple[int, ...], tile: tuple[int, ...], target: Target) -> 
         return None
     largest_chunk = row_blocks * tile[0]
     fewest_iterations = ceil_div(shape[0], largest_chunk)
-    # Among chunks as large as allowed (within 2x of the fewest iterations), one that
-    # divides the axis avoids a tail block.
+    # A chunk that divides the axis (within 2x of the fewest iterations) needs no tail.
     for count in range(fewest_iterations, 2 * fewest_iterations + 1):
-        chunk = ceil_div(ceil_div(shape[0], count), tile[0]) * tile[0]
-        if chunk * count == shape[0]:
-            return ir.Loop(count=count, chunk=chunk, tail=0)
-    return ir.Loop(
-        count=shape[0] // largest_chunk, chunk=largest_chunk, tail=shape[0] % largest_chunk
-    )
+        if shape[0] % count == 0 and (shape[0] // count) % tile[0] == 0:
+            return ir.Loop(count=count, chunk=shape[0] // count, tail=0)
+    # Otherwise the fewest full-size chunks, and a tail block smaller than one chunk.
+    chunk = max(tile[0], shape[0] // fewest_iterations // tile[0] * tile[0])
+    return ir.Loop(count=shape[0] // chunk, chunk=chunk, tail=shape[0] % chunk)
 
 
 def insert_loops(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:

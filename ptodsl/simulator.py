@@ -215,7 +215,7 @@ def _register_real_verify_inputs(pto_tensors: list) -> None:
 def run_model(
     module_path: str | os.PathLike[str],
     init_kwargs: Mapping[str, Any],
-    inputs: Sequence[torch.Tensor],
+    inputs: Sequence[Any],
     *,
     goldens: Sequence[torch.Tensor] | None = None,
     kernel_inputs: int | None = None,
@@ -224,6 +224,7 @@ def run_model(
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
+    inputs are tensors or plain Python values (forward's scalars).
     verify: "none" (cost only, no numbers), "graph" (numbers from the tensor graph) or
     "all" (also verify later passes tile by tile; slow beyond ~256K elements).
     goldens: expected kernel outputs for pypto's per-pass comparison of the first kernel
@@ -246,7 +247,7 @@ def _write_request(
     work_dir: Path,
     module_path: Path,
     init_kwargs: Mapping[str, Any],
-    inputs: Sequence[torch.Tensor],
+    inputs: Sequence[Any],
     goldens: Sequence[torch.Tensor] | None,
     kernel_inputs: int | None,
     verify: str,
@@ -259,11 +260,15 @@ def _write_request(
     (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
     # init_kwargs travel with the tensors so tuples stay tuples (JSON would make lists).
     payload = {
-        "inputs": [t.detach().cpu() for t in inputs],
+        "inputs": [_portable(value) for value in inputs],
         "init_kwargs": dict(init_kwargs),
-        "goldens": None if goldens is None else [t.detach().cpu() for t in goldens],
+        "goldens": None if goldens is None else [_portable(t) for t in goldens],
     }
     torch.save(payload, work_dir / _TENSORS_FILE)
+
+
+def _portable(value: Any) -> Any:
+    return value.detach().cpu() if isinstance(value, torch.Tensor) else value
 
 
 def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
@@ -315,6 +320,7 @@ def _worker_environment(work_dir: Path) -> dict[str, str]:
             "PYPTO_HOME": str(work_dir / "pypto_home"),
             "ASCEND_PROCESS_LOG_PATH": str(work_dir / "ascend_log"),
             "TMPDIR": str(tmp_dir),
+            "AIKG_PYPTO_RUN_MODE": "1",  # generated modules' _run_mode(): always SIM here
             # Errors only, but to stdout: they carry the reason behind "Run pass failed".
             "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
             "ASCEND_GLOBAL_LOG_LEVEL": "3",

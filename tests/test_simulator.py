@@ -43,10 +43,10 @@ class ModelNew(torch.nn.Module):
         super().__init__()
         self.alpha = alpha
 
-    def forward(self, x):
+    def forward(self, x, scale=1.0):
         {before_kernel}
         y = torch.empty_like(x)
-        make_elu_kernel(x.shape[0], x.shape[1], self.alpha)(x, y)
+        make_elu_kernel(x.shape[0], x.shape[1], self.alpha * scale)(x, y)
         return y
 """
 
@@ -83,8 +83,8 @@ def x():
     return torch.randn(ROWS, COLS, generator=torch.Generator().manual_seed(0))
 
 
-def expected_elu(x):
-    return torch.where(x > 0, x, ALPHA * (torch.exp(x) - 1.0))
+def expected_elu(x, alpha=ALPHA):
+    return torch.where(x > 0, x, alpha * (torch.exp(x) - 1.0))
 
 
 def test_graph_run_computes_the_kernel_and_its_cost(modules, clean_dirs, x):
@@ -161,7 +161,7 @@ def test_kernel_that_raises_points_at_its_line(modules, clean_dirs, x):
     ("before_kernel", "timeout", "expected"),
     [
         ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 120, "crashed with SIGSEGV"),
-        ("import time; time.sleep(120)", 4, "timed out after 4 s"),
+        ("import time; time.sleep(120)", 2, "timed out after 2 s"),
     ],
     ids=["segfault", "hang"],
 )
@@ -171,6 +171,18 @@ def test_dead_worker_is_a_simulation_error(
     module = write_module(modules, "dies", before_kernel=before_kernel)
     with pytest.raises(SimulationError, match=expected):
         run_model(module, {}, [x], timeout=timeout)
+
+
+def test_keep_sim_dir_keeps_the_files_and_says_where(modules, tmp_path, monkeypatch, capsys, x):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("PTODSL_KEEP_SIM_DIR", "1")
+    module = write_module(modules, "dies", before_kernel="raise ValueError('no kernel today')")
+    with pytest.raises(SimulationError, match="ValueError: no kernel today"):
+        run_model(module, {}, [x])
+
+    (kept,) = tmp_path.glob("ptodsl-sim-*")
+    assert str(kept) in capsys.readouterr().err
+    assert "no kernel today" in (kept / "worker.log").read_text()
 
 
 def test_unknown_verify_level_is_rejected(modules):
