@@ -9,10 +9,10 @@ every view has a compile-time size and nothing reads or writes past the tensor.
 from __future__ import annotations
 
 import attrs
-from ptodsl.passes.tiling import auto_tiles, ceil_div
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes.tiling import auto_tiles, ceil_div
 from ptodsl.target import PYPTO_0_2_0, Target
 
 

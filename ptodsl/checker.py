@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
+import keyword
+
 from ptodsl import ir
 from ptodsl import syntax as s
 from ptodsl.diagnostics import Span, SpecError
@@ -19,6 +22,27 @@ DOMAINS = {
     "sign": "-1 or +1",
 }
 MAX_RANK = 4
+
+# Names the generated module defines or imports; a spec name equal to one would shadow it.
+GENERATED_NAMES = frozenset(
+    "pypto torch os math functools importlib self super kernel i offset ModelNew".split()
+)
+GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel")
+
+
+def _check_identifier(name: str, span: Span) -> None:
+    """Spec names become Python names in generated code: keep them from shadowing anything."""
+    problem = None
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        problem = "is a Python keyword"
+    elif name in dir(builtins):
+        problem = "is a Python builtin"
+    elif name in GENERATED_NAMES:
+        problem = "is a name the generated module uses"
+    elif name.startswith("_") or name.endswith(GENERATED_SUFFIXES) or name.startswith("scalar_"):
+        problem = "looks like a name ptodsl generates (leading `_`, `scalar_`, `_chunk`, ...)"
+    if problem:
+        raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
 
 
 def _dtype(name: str, span: Span) -> ir.DType:
@@ -44,6 +68,7 @@ class _Checker:
     # ---- declarations --------------------------------------------------------------------
 
     def declare(self, name: str, span: Span) -> None:
+        _check_identifier(name, span)
         if name in self.declared:
             first = self.declared[name]
             raise SpecError(
@@ -54,6 +79,7 @@ class _Checker:
         self.declared[name] = span
 
     def check(self) -> ir.Kernel:
+        _check_identifier(self.spec.name, self.spec.name_span)
         for item in self.spec.items:
             handler = getattr(self, "item_" + type(item).__name__)
             handler(item)
@@ -288,10 +314,10 @@ class _Checker:
             bounds[name] = self.expr(arg)
         if len(node.args) > 3:
             raise SpecError("`clamp` takes a value, min and max", node.args[3].span)
-        for keyword in node.keywords:
-            if keyword.name not in ("min", "max") or keyword.name in bounds:
-                raise SpecError(f"unexpected keyword `{keyword.name}` for `clamp`", keyword.span)
-            bounds[keyword.name] = self.expr(keyword.value)
+        for bound in node.keywords:
+            if bound.name not in ("min", "max") or bound.name in bounds:
+                raise SpecError(f"unexpected keyword `{bound.name}` for `clamp`", bound.span)
+            bounds[bound.name] = self.expr(bound.value)
         if not bounds:
             raise SpecError("`clamp` needs `min`, `max` or both", node.span)
         value = self.expr(node.args[0])

@@ -38,7 +38,9 @@ def all_forms(kernel: ir.Kernel) -> set[str]:
 
 
 def test_fold_constants_folds_literal_arithmetic_only():
-    kernel = kernel_of("param a: f32 = 2.0\noutput y: f32[M, N]\ny = x * (-(1.5) * 2.0) + a * 3.0\n")
+    kernel = kernel_of(
+        "param a: f32 = 2.0\noutput y: f32[M, N]\ny = x * (-(1.5) * 2.0) + a * 3.0\n"
+    )
     assert values(fold_constants(kernel)) == ["add(mul(x, -3.0), mul(a, 3.0))"]
 
 
