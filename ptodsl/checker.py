@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
 
 from ptodsl import ir
 from ptodsl import syntax as s
@@ -28,6 +29,7 @@ GENERATED_NAMES = frozenset(
     "pypto torch os math functools importlib self super kernel i offset ModelNew".split()
 )
 GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel")
+GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
 
 
 def _check_identifier(name: str, span: Span) -> None:
@@ -39,8 +41,8 @@ def _check_identifier(name: str, span: Span) -> None:
         problem = "is a Python builtin"
     elif name in GENERATED_NAMES:
         problem = "is a name the generated module uses"
-    elif name.startswith("_") or name.endswith(GENERATED_SUFFIXES) or name.startswith("scalar_"):
-        problem = "looks like a name ptodsl generates (leading `_`, `scalar_`, `_chunk`, ...)"
+    elif name.startswith("_") or name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name):
+        problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
 
@@ -79,7 +81,7 @@ class _Checker:
         self.declared[name] = span
 
     def check(self) -> ir.Kernel:
-        _check_identifier(self.spec.name, self.spec.name_span)
+        # The kernel's name only appears inside `make_<name>_kernel` and `<name>_kernel`.
         for item in self.spec.items:
             handler = getattr(self, "item_" + type(item).__name__)
             handler(item)

@@ -23,7 +23,7 @@ CASES = {
     "huge_number": "kernel k\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = x * 1e999\n",
     # declarations
     "keyword_as_name": HEADER + "input lambda: f32[M, N]\n",
-    "builtin_as_name": "kernel print\n",
+    "builtin_as_name": HEADER + "input print: f32[M]\n",
     "module_as_name": HEADER + "param torch: f32 = 1.0\n",
     "generated_suffix_as_name": HEADER + "input x_chunk: f32[M, N]\n",
     "unknown_dtype": HEADER + "input x: f64[M, N]\n",
