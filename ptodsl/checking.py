@@ -24,6 +24,9 @@ TOLERANCES = {
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
 PER_PASS_VERIFY_LIMIT = 1 << 20
 PASSING_VERDICTS = {"PASS", "NO_COMPARE"}
+# pypto judges each verified pass against our golden with its own, fp32-strict tolerance;
+# for f16/bf16 one rounding step of the golden exceeds it. A pass pypto calls FAILED is
+# still accepted when its max abs diff is within ptodsl's bound for the output's dtype.
 
 _TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
 
@@ -70,12 +73,18 @@ class CheckReport:
     verify: str
     outputs: tuple[OutputCheck, ...]
     passes: tuple[PassResult, ...]
+    pass_bound: float  # the largest max-abs-diff a verified pass may show
     sim_time_us: float
     total_cycles: int
 
+    def pass_ok(self, result: PassResult) -> bool:
+        if result.verdict in PASSING_VERDICTS:
+            return True
+        return result.max_abs_diff is not None and result.max_abs_diff <= self.pass_bound
+
     @property
     def failed_passes(self) -> tuple[PassResult, ...]:
-        return tuple(p for p in self.passes if p.verdict not in PASSING_VERDICTS)
+        return tuple(p for p in self.passes if not self.pass_ok(p))
 
     @property
     def ok(self) -> bool:
@@ -90,7 +99,8 @@ class CheckReport:
             "sim_time_us": self.sim_time_us,
             "total_cycles": self.total_cycles,
             "outputs": [attrs.asdict(o) | {"ok": o.ok} for o in self.outputs],
-            "passes": [p._asdict() for p in self.passes],
+            "pass_bound": self.pass_bound,
+            "passes": [p._asdict() | {"ok": self.pass_ok(p)} for p in self.passes],
         }
 
 
@@ -176,6 +186,10 @@ def run_check(
         verify=verify,
         outputs=outputs,
         passes=run.pass_results,
+        pass_bound=max(
+            TOLERANCES[o.type.dtype][0] + TOLERANCES[o.type.dtype][1] * float(e.abs().max())
+            for o, e in zip(checked.outputs, expected, strict=True)
+        ),
         sim_time_us=run.sim_time_us,
         total_cycles=run.total_cycles,
     )
@@ -214,7 +228,10 @@ def format_report(report: CheckReport) -> str:
         lines.append(f"pypto pass verification: {summary}")
         for p in report.passes:
             diff = "" if p.max_abs_diff is None else f" (max abs diff {p.max_abs_diff:.3g})"
-            lines.append(f"  {p.pass_name}: {p.verdict}{diff}")
+            accepted = ""
+            if p.verdict not in PASSING_VERDICTS and report.pass_ok(p):
+                accepted = f", within ptodsl's bound {report.pass_bound:.3g}: ok"
+            lines.append(f"  {p.pass_name}: {p.verdict}{diff}{accepted}")
     lines.append(
         f"simulated time: {report.sim_time_us:.2f} us (AICore end-to-end), "
         f"{report.total_cycles} cycles"
