@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from ptodsl import __version__, ir
 from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
 
@@ -23,6 +25,7 @@ PYPTO_SPELLING = {
     "pow": "pypto.pow({0}, {1})",
     "where": "pypto.where({0}, {1}, {2})",
     "clone": "pypto.clone({0})",
+    "expand": "pypto.expand_clone({0}, {shape})",
 }
 
 _HELPERS = '''
@@ -80,6 +83,15 @@ class _Block:
     def view_name(self, tensor: ir.Tensor) -> str:
         return f"{tensor.name}_{self.suffix}" if self.spans_rows(tensor) else tensor.name
 
+    def block_sized(self, node: ir.Expr) -> ir.Expr:
+        """An explicit expansion spanning axis 0 covers this block's rows, not all rows."""
+        if self.rows is None or not (isinstance(node, ir.Op) and node.op == "expand"):
+            return node
+        shape = node.attr("shape")
+        if shape[0] == 1:
+            return node
+        return attrs.evolve(node, attrs=(("shape", (self.rows, *shape[1:])),))
+
     def offsets(self, rank: int) -> str:
         return "[" + ", ".join([self.offset] + ["0"] * (rank - 1)) + "]"
 
@@ -102,11 +114,11 @@ class _Block:
         for stmt in kernel.body:
             if ir.is_scalar(stmt.value):
                 continue  # computed once in the factory
+            value = ir.map_expr(stmt.value, self.block_sized)
             if isinstance(stmt, ir.Let):
-                lines += emit_assignment(emitter, stmt.name, stmt.value, indent)
+                lines += emit_assignment(emitter, stmt.name, value, indent)
                 continue
             output = kernel.output(stmt.output)
-            value = stmt.value
             if stmt.clone:
                 value = ir.Op("clone", (value,), value.type, value.span)
             if not self.spans_rows(output):

@@ -10,6 +10,7 @@ from ptodsl import ir
 from ptodsl.checker import check
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.parser import parse
+from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.legalize import legalize
@@ -28,6 +29,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("hoist_scalars", hoist_scalars),
     ("output_safety", output_safety),
     ("merge_axes", merge_axes),
+    ("expand_broadcasts", expand_broadcasts),
     ("tiling", tile_phases),
     ("loops", insert_loops),
 )

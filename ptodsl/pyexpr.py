@@ -68,7 +68,8 @@ class PythonEmitter:
             operands = [self._wrap(operand, _ATOM) for operand in expr.operands]
             return template.format(*operands), _FORM_PRECEDENCE[template]
         operands = [self.emit(operand) for operand in expr.operands]
-        return template.format(*operands), _ATOM
+        attributes = {name: _attribute_text(value) for name, value in expr.attrs}
+        return template.format(*operands, **attributes), _ATOM
 
     def _wrap(self, expr: ir.Expr, precedence: int) -> str:
         text, own = self._emit(expr)
@@ -101,6 +102,13 @@ SCALAR_SPELLING: Spelling = {
 }
 
 
+def _attribute_text(value: object) -> str:
+    """Shapes and axes print as Python lists, the form PyPTO's calls take."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return repr(value)
+
+
 def _chain(expr: ir.Expr, precedence: int) -> list[tuple[str, ir.Expr]]:
     """A left-associative run of infix ops at one precedence: [("", a), (" + ", b), ...]."""
     if isinstance(expr, ir.Op) and expr.op in _INFIX and _INFIX[expr.op][1] == precedence:
@@ -109,7 +117,7 @@ def _chain(expr: ir.Expr, precedence: int) -> list[tuple[str, ir.Expr]]:
     return [("", expr)]
 
 
-_CALL = re.compile(r"^(?P<head>[\w.]+)\(\{0\}(, \{\d\})*\)$")
+_CALL = re.compile(r"^(?P<head>[\w.]+)\(\{0\}(, \{\d\})*\)$")  # only operands as arguments
 
 
 def _layout(

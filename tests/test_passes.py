@@ -7,6 +7,7 @@ import pytest
 from ptodsl import ir
 from ptodsl.checker import check
 from ptodsl.parser import parse
+from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.legalize import RULES, legalize
@@ -158,3 +159,19 @@ def test_tiling_then_loops_for_a_large_kernel():
 def test_loops_leave_small_kernels_alone():
     kernel = tile_phases(merge_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n")))
     assert insert_loops(kernel).schedule.phases[0].loop is None
+
+
+# ---- expand_broadcasts -------------------------------------------------------------------
+
+
+def test_expand_broadcasts_stretches_one_axis_per_op():
+    decls = "dims B = 2, C = 3, H = 4, W = 5\ninput x: f32[B, C, H, W]\ninput w: f32[C, 1, 1]\n"
+    kernel = merge_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls))
+    (store,) = expand_broadcasts(kernel).body
+    assert ir.format_expr(store.value) == "mul(x, expand(w, shape=(1, 3, 20)))"
+
+
+def test_expand_broadcasts_leaves_single_axis_broadcasts_alone():
+    decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput b: f32[N]\n"
+    kernel = merge_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls))
+    assert values(expand_broadcasts(kernel)) == ["add(x, b)"]

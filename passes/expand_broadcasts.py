@@ -1,0 +1,38 @@
+"""Splits broadcasts that stretch an operand along several axes into one axis per op.
+
+PyPTO 0.2.0 lets each op broadcast an operand along at most one axis ("Only allow to expand
+one axis"). After axis merging, `x[B, C, HW] * w[1, C, 1]` stretches `w` along two axes, so
+`w` first goes through `expand(w)` to `[1, C, HW]` (`pypto.expand_clone`), and the multiply
+stretches the rest. The outermost axis is the one left to the op: it is the axis a loop
+splits, and explicit expansions should not depend on the loop's chunk.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ptodsl import ir
+
+
+def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
+    shape = operand.type.shape
+    stretched = [axis for axis, (s, r) in enumerate(zip(shape, result, strict=True)) if s != r]
+    for axis in reversed(stretched[1:]):
+        shape = shape[:axis] + (result[axis],) + shape[axis + 1 :]
+        target = attrs.evolve(operand.type, shape=shape)
+        operand = ir.Op("expand", (operand,), target, operand.span, (("shape", shape),))
+    return operand
+
+
+def _one_axis_broadcasts(node: ir.Expr) -> ir.Expr:
+    if not isinstance(node, ir.Op) or ir.is_scalar(node) or node.op == "expand":
+        return node
+    result = node.type.shape
+    operands = tuple(
+        _expanded(o, result) if isinstance(o.type, ir.TensorType) else o for o in node.operands
+    )
+    return attrs.evolve(node, operands=operands) if operands != node.operands else node
+
+
+def expand_broadcasts(kernel: ir.Kernel) -> ir.Kernel:
+    return kernel.map_body(_one_axis_broadcasts)
