@@ -7,7 +7,10 @@ build on one another (`tanh` is written with `sub(t,s)`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+
+import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
@@ -77,7 +80,77 @@ def _expm1(node: ir.Op) -> ir.Expr:
     )
 
 
+def _reduce(
+    name: str, operand: ir.Expr, axes: tuple[int, ...], keepdim: bool, node: ir.Op
+) -> ir.Op:
+    shape = operand.type.shape
+    if keepdim:
+        shape = tuple(1 if axis in axes else size for axis, size in enumerate(shape))
+    else:
+        shape = tuple(size for axis, size in enumerate(shape) if axis not in axes)
+    reduced_type = attrs.evolve(operand.type, shape=shape)
+    return ir.Op(name, (operand,), reduced_type, node.span, (("axes", axes), ("keepdim", keepdim)))
+
+
+def _mean(node: ir.Op) -> ir.Expr:
+    """PyPTO has no mean: the sum times 1/count of the reduced elements."""
+    (operand,) = node.operands
+    axes = node.attr("axes")
+    count = math.prod(operand.type.shape[axis] for axis in axes)
+    total = _reduce("sum", operand, axes, node.attr("keepdim"), node)
+    return ir.op("mul", total, _const(1.0 / count, node), span=node.span)
+
+
+def _batchmean(node: ir.Op) -> ir.Expr:
+    """The sum over every axis times 1/(the leading dim)."""
+    (operand,) = node.operands
+    total = _reduce("sum", operand, node.attr("axes"), False, node)
+    return ir.op("mul", total, _const(1.0 / operand.type.shape[0], node), span=node.span)
+
+
+def _max_shifted(node: ir.Op) -> tuple[ir.Expr, ir.Expr]:
+    """x - max(x, axis, keepdim) (keeps exp finite) and that maximum, for the softmax family."""
+    (operand,) = node.operands
+    peak = _reduce("amax", operand, (node.attr("axis"),), True, node)
+    return ir.op("sub", operand, peak, span=node.span), peak
+
+
+def _sum_exp(shifted: ir.Expr, node: ir.Op, keepdim: bool = True) -> ir.Op:
+    exponential = ir.op("exp", shifted, span=node.span)
+    return _reduce("sum", exponential, (node.attr("axis"),), keepdim, node)
+
+
+def _softmax(node: ir.Op) -> ir.Expr:
+    """exp(x - max) / sum(exp(x - max)); the shared parts are bound once by CSE later."""
+    shifted, _ = _max_shifted(node)
+    return ir.op(
+        "div", ir.op("exp", shifted, span=node.span), _sum_exp(shifted, node), span=node.span
+    )
+
+
+def _log_softmax(node: ir.Op) -> ir.Expr:
+    """(x - max) - log(sum(exp(x - max)))."""
+    shifted, _ = _max_shifted(node)
+    log_total = ir.op("log", _sum_exp(shifted, node), span=node.span)
+    return ir.op("sub", shifted, log_total, span=node.span)
+
+
+def _logsumexp(node: ir.Op) -> ir.Expr:
+    """log(sum(exp(x - max))) + max, with the axis kept or dropped as asked."""
+    shifted, _ = _max_shifted(node)
+    keepdim = node.attr("keepdim")
+    (operand,) = node.operands
+    peak = _reduce("amax", operand, (node.attr("axis"),), keepdim, node)
+    log_total = ir.op("log", _sum_exp(shifted, node, keepdim), span=node.span)
+    return ir.op("add", log_total, peak, span=node.span)
+
+
 RULES: dict[str, Rule] = {
+    "mean(t)": _mean,
+    "batchmean(t)": _batchmean,
+    "softmax(t)": _softmax,
+    "log_softmax(t)": _log_softmax,
+    "logsumexp(t)": _logsumexp,
     "add(s,t)": _swapped,
     "mul(s,t)": _swapped,
     "maximum(s,t)": _swapped,

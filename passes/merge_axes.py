@@ -1,9 +1,10 @@
-"""Flattens the kernel's iteration space: adjacent axes that every tensor treats alike merge.
+"""Merges adjacent iteration axes that every tensor treats alike.
 
-For a pure elementwise kernel every tensor spans every axis, so everything merges into one
-axis (PyPTO pattern A: flatten to 1-D). An input broadcast along some axes keeps those axes
-apart: `x[B, C, H, W] * w[1, C, 1, 1]` becomes `[B, C, H*W] * [1, C, 1]`. Axes of size 1
-drop out. `forward` reshapes tensors to these kernel shapes and back.
+After `align_axes` every tensor spans all iteration axes, at full size or size 1. Adjacent
+axes on which every tensor (inputs, outputs, every intermediate) has the same pattern
+merge into one: a pure elementwise kernel becomes 1-D (PyPTO pattern A), `x[B, C, H, W] *
+w[1, C, 1, 1]` becomes `[B, C, H*W] * [1, C, 1]`, and `sum(x, axis=[2, 3])` reduces one
+merged `H*W` axis. Axes of size 1 everywhere drop out. `forward` does the reshapes.
 """
 
 from __future__ import annotations
@@ -13,81 +14,57 @@ import math
 import attrs
 
 from ptodsl import ir
-from ptodsl.diagnostics import SpecError
+from ptodsl.passes.align_axes import REDUCTIONS
 
 
-def _padded(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
-    return (1,) * (rank - len(shape)) + shape
+def _tensor_shapes(kernel: ir.Kernel) -> list[tuple[int, ...]]:
+    shapes = [t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)]
+    for stmt in kernel.body:
+        shapes += [n.type.shape for n in ir.walk(stmt.value) if isinstance(n.type, ir.TensorType)]
+    return shapes
 
 
-def axis_groups(iteration: tuple[int, ...], shapes: list[tuple[int, ...]]) -> list[list[int]]:
-    """Groups of adjacent iteration axes over which every shape is uniformly full or 1."""
-    rank = len(iteration)
-    padded = [_padded(shape, rank) for shape in shapes]
+def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
+    """Groups of adjacent axes over which every shape is uniformly full or 1."""
+    rank = len(shapes[0])
+    full = [max(shape[axis] for shape in shapes) for axis in range(rank)]
     groups: list[list[int]] = []
-    previous_pattern = None
+    previous = None
     for axis in range(rank):
-        if iteration[axis] == 1:
+        if full[axis] == 1:
             continue
-        pattern = tuple(shape[axis] == 1 for shape in padded)
-        if groups and pattern == previous_pattern:
+        pattern = tuple(shape[axis] == 1 for shape in shapes)
+        if groups and pattern == previous:
             groups[-1].append(axis)
         else:
             groups.append([axis])
-        previous_pattern = pattern
-    return groups or [[rank - 1]] if rank else [[]]
-
-
-def _merged(shape: tuple[int, ...], rank: int, groups: list[list[int]]) -> tuple[int, ...]:
-    padded = _padded(shape, rank)
-    return tuple(math.prod(padded[axis] for axis in group) for group in groups)
-
-
-def _merged_dims(tensor: ir.Tensor, rank: int, groups: list[list[int]]) -> tuple:
-    """Each kernel axis as the declared dims it multiplies (none: an axis of size 1)."""
-    offset = rank - tensor.type.rank
-    return tuple(
-        tuple(
-            tensor.dims[axis - offset]
-            for axis in group
-            if axis >= offset and tensor.type.shape[axis - offset] != 1
-        )
-        for group in groups
-    )
+        previous = pattern
+    return groups or [[0]]
 
 
 def merge_axes(kernel: ir.Kernel) -> ir.Kernel:
-    first = kernel.outputs[0]
-    iteration = first.type.shape
-    for output in kernel.outputs[1:]:
-        if output.type.shape != iteration:
-            raise SpecError(
-                f"output `{output.name}` is {output.type}, but `{first.name}` is {first.type}",
-                output.span,
-                note="the outputs of one elementwise kernel share one shape",
-            )
-    for stmt in kernel.body:
-        for node in ir.walk(stmt.value):
-            shape = node.type.shape if isinstance(node.type, ir.TensorType) else None
-            if shape is not None and ir.broadcast_shapes(shape, iteration) != iteration:
-                raise SpecError(
-                    f"this value is {node.type}, which does not fit the outputs' shape "
-                    f"{list(iteration)}",
-                    node.span,
-                )
-    rank = len(iteration)
-    groups = axis_groups(iteration, [i.type.shape for i in kernel.inputs])
+    groups = axis_groups(_tensor_shapes(kernel))
 
-    def retyped(node: ir.Expr) -> ir.Expr:
-        if isinstance(node.type, ir.TensorType):
-            shape = _merged(node.type.shape, rank, groups)
-            return attrs.evolve(node, type=attrs.evolve(node.type, shape=shape))
+    def merged_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(math.prod(shape[axis] for axis in group) for group in groups)
+
+    def merged(node: ir.Expr) -> ir.Expr:
+        if not isinstance(node.type, ir.TensorType):
+            return node
+        node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(node.type.shape)))
+        if isinstance(node, ir.Op) and node.op in REDUCTIONS:
+            reduced = set(node.attr("axes"))
+            axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
+            node = attrs.evolve(node, attrs=(("axes", axes), ("keepdim", True)))
         return node
 
-    inputs = tuple(
-        attrs.evolve(i, kernel_dims=_merged_dims(i, rank, groups)) for i in kernel.inputs
-    )
-    outputs = tuple(
-        attrs.evolve(o, kernel_dims=_merged_dims(o, rank, groups)) for o in kernel.outputs
-    )
-    return attrs.evolve(kernel, inputs=inputs, outputs=outputs).map_body(retyped)
+    def merged_dims(tensor: ir.Tensor) -> tuple[tuple[ir.DimFactor, ...], ...]:
+        assert tensor.kernel_dims is not None, "align_axes runs first"
+        return tuple(
+            tuple(factor for axis in group for factor in tensor.kernel_dims[axis])
+            for group in groups
+        )
+
+    inputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.inputs)
+    outputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.outputs)
+    return attrs.evolve(kernel, inputs=inputs, outputs=outputs).map_body(merged)

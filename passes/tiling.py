@@ -14,6 +14,7 @@ import math
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.target import PYPTO_0_2_0, Target
 
 
@@ -51,10 +52,46 @@ def choose_tile(
     )
 
 
+def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
+    """The shape a statement's ops run over: the broadcast of every tensor in it."""
+    shape = stmt.value.type.shape
+    for node in ir.walk(stmt.value):
+        if isinstance(node.type, ir.TensorType):
+            shape = ir.broadcast_shapes(shape, node.type.shape)
+    return shape
+
+
+def _joins(stmt: ir.Stmt, shape: tuple[int, ...], phase_shape: tuple[int, ...]) -> bool:
+    """Whether a statement can run under the current phase's tile instead of its own."""
+    if shape == phase_shape:
+        return not _reads_output(stmt)
+    if isinstance(stmt.value, ir.Op) and stmt.value.op in REDUCTIONS:
+        return False  # a reduction of a smaller tensor gets a tile fitted to it
+    # Elementwise work on a broadcast-smaller value that keeps every row stays.
+    fits = ir.broadcast_shapes(shape, phase_shape) == phase_shape
+    return fits and shape[0] == phase_shape[0] and not _reads_output(stmt)
+
+
+def _reads_output(stmt: ir.Stmt) -> bool:
+    """Reading an output back (`out = f(out)`) waits for every write of the phase before."""
+    return isinstance(stmt, ir.Store) and any(
+        isinstance(n, ir.Ref) and n.name == stmt.output for n in ir.walk(stmt.value)
+    )
+
+
 def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
-    """One phase over the whole (elementwise) body, iterating the outputs' kernel shape."""
-    output = kernel.outputs[0]
-    shape = output.kernel_shape
-    tile = choose_tile(shape, output.type.dtype.itemsize, target)
-    phase = ir.Phase(statements=tuple(range(len(kernel.body))), shape=shape, tile=tile)
-    return attrs.evolve(kernel, schedule=ir.Schedule((phase,)))
+    """Groups consecutive statements into phases and gives each a tile for its shape."""
+    groups: list[tuple[tuple[int, ...], list[int], int]] = []
+    for index, stmt in enumerate(kernel.body):
+        if ir.is_scalar(stmt.value):
+            continue  # scalar lets are Python in the factory, outside every phase
+        shape = iteration_shape(stmt)
+        if groups and _joins(stmt, shape, groups[-1][0]):
+            groups[-1][1].append(index)
+        else:
+            groups.append((shape, [index], stmt.value.type.dtype.itemsize))
+    phases = tuple(
+        ir.Phase(statements=tuple(indexes), shape=shape, tile=choose_tile(shape, itemsize, target))
+        for shape, indexes, itemsize in groups
+    )
+    return attrs.evolve(kernel, schedule=ir.Schedule(phases))

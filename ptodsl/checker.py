@@ -15,12 +15,16 @@ UNARY_FUNCTIONS = {
     "expm1",
 }  # fmt: skip
 BINARY_FUNCTIONS = {"max": "maximum", "min": "minimum", "pow": "pow"}
+# `max(x, axis=1)` and `max(x)` reduce; `max(a, b)` is elementwise.
+REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod"}
+AXIS_FUNCTIONS = ("softmax", "log_softmax", "logsumexp")
 COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
     "unit": "numbers in (0, 1)",
     "sign": "-1 or +1",
+    "softmax": "rows of the last axis are probability distributions (positive, sum 1)",
 }
 MAX_RANK = 4
 
@@ -45,6 +49,12 @@ def _check_identifier(name: str, span: Span) -> None:
         problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
+
+
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if axis in axes else size for axis, size in enumerate(shape))
+    return tuple(size for axis, size in enumerate(shape) if axis not in axes)
 
 
 def _dtype(name: str, span: Span) -> ir.DType:
@@ -267,8 +277,13 @@ class _Checker:
 
     def expr_Call(self, node: s.Call) -> ir.Expr:  # noqa: N802
         name = node.func
-        if name in ("sum", "mean", "prod") or (name in ("max", "min") and self.is_reduction(node)):
-            raise SpecError(f"reduction `{name}` is not supported yet", node.span)
+        if name in REDUCTIONS or (name in ("max", "min") and self.is_reduction(node)):
+            return self.reduction(node)
+        if name in AXIS_FUNCTIONS:
+            return self.axis_function(node)
+        if name == "batchmean":
+            (operand,) = self.positional(node, 1)
+            return self.batchmean(operand, node.span)
         if name == "where":
             return self.where(node)
         if name == "clamp":
@@ -281,9 +296,114 @@ class _Checker:
             if name == "pow":
                 return self.power(lhs, rhs, node.span, node.args[1].span)
             return self.elementwise(BINARY_FUNCTIONS[name], (lhs, rhs), node.span)
-        known = sorted(UNARY_FUNCTIONS | set(BINARY_FUNCTIONS) | {"where", "clamp"})
+        known = sorted(
+            UNARY_FUNCTIONS
+            | set(BINARY_FUNCTIONS)
+            | set(REDUCTIONS)
+            | set(AXIS_FUNCTIONS)
+            | {"where", "clamp", "batchmean"}
+        )
         raise SpecError(
             f"unknown function `{name}`", node.func_span, note="known: " + ", ".join(known)
+        )
+
+    def keywords(self, node: s.Call, allowed: tuple[str, ...]) -> dict[str, s.Keyword]:
+        found = {}
+        for argument in node.keywords:
+            if argument.name not in allowed or argument.name in found:
+                raise SpecError(
+                    f"unexpected keyword `{argument.name}` for `{node.func}`", argument.span
+                )
+            found[argument.name] = argument
+        return found
+
+    def axes(self, argument: s.Keyword | None, rank: int, func: str) -> tuple[int, ...]:
+        """`axis=1`, `axis=-1` or `axis=[0, 2]` as sorted non-negative axes; none: all."""
+        if argument is None:
+            return tuple(range(rank))
+        items = (
+            argument.value.items if isinstance(argument.value, s.ListExpr) else (argument.value,)
+        )
+        axes = []
+        for item in items:
+            value = item.operand if isinstance(item, s.Unary) else item
+            if not (
+                isinstance(value, s.Number) and value.value.is_integer() and "." not in value.text
+            ):
+                raise SpecError("an axis is an integer literal", item.span)
+            axis = int(value.value) * (-1 if isinstance(item, s.Unary) else 1)
+            if not -rank <= axis < rank:
+                raise SpecError(f"axis {axis} is out of range for a rank-{rank} tensor", item.span)
+            if axis % rank in axes:
+                raise SpecError(f"axis {axis} is repeated", item.span)
+            axes.append(axis % rank)
+        if not axes:
+            raise SpecError(f"`{func}` needs at least one axis", argument.span)
+        return tuple(sorted(axes))
+
+    def keepdim(self, argument: s.Keyword | None) -> bool:
+        if argument is None:
+            return False
+        if not isinstance(argument.value, s.Bool):
+            raise SpecError("keepdim is `true` or `false`", argument.value.span)
+        return argument.value.value
+
+    def tensor_operand(self, node: s.Call) -> ir.Expr:
+        if len(node.args) != 1:
+            raise SpecError(
+                f"`{node.func}` takes one tensor and keywords, not {len(node.args)} arguments",
+                node.span,
+            )
+        operand = self.expr(node.args[0])
+        if not isinstance(operand.type, ir.TensorType):
+            raise SpecError(f"`{node.func}` reduces a tensor, not a scalar", node.args[0].span)
+        return operand
+
+    def reduction(self, node: s.Call) -> ir.Expr:
+        if node.func == "prod":
+            raise SpecError(
+                "`prod` is not supported",
+                node.func_span,
+                note="pypto 0.2.0's prod compiles but its SIM step fails (ROWPROD_SINGLE)",
+            )
+        keywords = self.keywords(node, ("axis", "keepdim"))
+        operand = self.tensor_operand(node)
+        tensor_type = operand.type
+        axes = self.axes(keywords.get("axis"), tensor_type.rank, node.func)
+        keepdim = self.keepdim(keywords.get("keepdim"))
+        shape = reduced_shape(tensor_type.shape, axes, keepdim)
+        attributes = (("axes", axes), ("keepdim", keepdim))
+        op = REDUCTIONS.get(node.func) or {"max": "amax", "min": "amin"}[node.func]
+        return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
+
+    def axis_function(self, node: s.Call) -> ir.Expr:
+        allowed = ("axis", "keepdim") if node.func == "logsumexp" else ("axis",)
+        keywords = self.keywords(node, allowed)
+        operand = self.tensor_operand(node)
+        if "axis" not in keywords:
+            raise SpecError(f"`{node.func}` needs `axis=`", node.span)
+        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
+        if len(axes) != 1:
+            raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
+        (axis,) = axes
+        attributes: tuple[tuple[str, object], ...] = (("axis", axis),)
+        shape = operand.type.shape
+        if node.func == "logsumexp":
+            keepdim = self.keepdim(keywords.get("keepdim"))
+            attributes += (("keepdim", keepdim),)
+            shape = reduced_shape(shape, (axis,), keepdim)
+        return ir.Op(
+            node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
+        )
+
+    def batchmean(self, operand: ir.Expr, span: Span) -> ir.Expr:
+        """sum over every axis divided by the leading dim (torch's reduction="batchmean")."""
+        if not isinstance(operand.type, ir.TensorType) or operand.type.rank == 0:
+            raise SpecError("`batchmean` needs a tensor with a leading (batch) axis", span)
+        tensor_type = operand.type
+        attributes = (("axes", tuple(range(tensor_type.rank))), ("keepdim", False))
+        return ir.Op(
+            "batchmean", (operand,), ir.TensorType((), tensor_type.dtype), span, attributes
         )
 
     @staticmethod

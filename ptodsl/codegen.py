@@ -26,6 +26,9 @@ PYPTO_SPELLING = {
     "where": "pypto.where({0}, {1}, {2})",
     "clone": "pypto.clone({0})",
     "expand": "pypto.expand_clone({0}, {shape})",
+    "sum": "pypto.sum({0}, {axis}, keepdim=True)",
+    "amax": "pypto.amax({0}, {axis}, keepdim=True)",
+    "amin": "pypto.amin({0}, {axis}, keepdim=True)",
 }
 
 _HELPERS = '''
@@ -67,21 +70,42 @@ def factory_arguments(kernel: ir.Kernel) -> list[str]:
     return [d.name for d in kernel.dims] + [p.name for p in kernel.params]
 
 
-class _Block:
-    """One straight-line stretch of the kernel body: the whole phase, a loop iteration, or the
-    tail. Inputs that span axis 0 are read through views of `rows` rows at `offset`."""
+ACCUMULATE = {
+    "sum": "{0} + {1}",
+    "amax": "pypto.maximum({0}, {1})",
+    "amin": "pypto.minimum({0}, {1})",
+}
 
-    def __init__(self, kernel: ir.Kernel, suffix: str, rows: int | None, offset: str):
+
+class _Block:
+    """The statements of one phase as straight-line code: the whole phase, one loop
+    iteration (`rows` rows at `offset`), or the tail after the loop.
+
+    Inside a loop, tensors from outside the phase that span the rows are read through
+    views; lets that later phases read are assembled into full-size temporaries; a
+    reduction over the rows accumulates into its output."""
+
+    def __init__(self, kernel: ir.Kernel, phase: ir.Phase, later_reads: set[str], suffix: str,
+                 rows: int | None, offset: str, first_block: bool):  # fmt: skip
         self.kernel = kernel
+        self.phase = phase
+        self.later_reads = later_reads
         self.suffix = suffix
         self.rows = rows
         self.offset = offset
+        self.first_block = first_block
+        self.full = {t.name: t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)}
+        self.local: dict[str, str] = {}  # let name -> its name inside this block
 
-    def spans_rows(self, tensor: ir.Tensor) -> bool:
-        return self.rows is not None and tensor.kernel_shape[0] != 1
+    def spans_rows(self, shape: tuple[int, ...]) -> bool:
+        return self.rows is not None and shape[0] != 1
 
-    def view_name(self, tensor: ir.Tensor) -> str:
-        return f"{tensor.name}_{self.suffix}" if self.spans_rows(tensor) else tensor.name
+    def name(self, ref: ir.Ref) -> str:
+        if ref.name in self.local:
+            return self.local[ref.name]
+        if isinstance(ref.type, ir.TensorType) and self.spans_rows(ref.type.shape):
+            return f"{ref.name}_{self.suffix}"
+        return ref.name
 
     def block_sized(self, node: ir.Expr) -> ir.Expr:
         """An explicit expansion spanning axis 0 covers this block's rows, not all rows."""
@@ -95,63 +119,119 @@ class _Block:
     def offsets(self, rank: int) -> str:
         return "[" + ", ".join([self.offset] + ["0"] * (rank - 1)) + "]"
 
-    def lines(self, indent: str) -> list[str]:
-        kernel = self.kernel
-        inputs = {tensor.name: tensor for tensor in kernel.inputs}
-        emitter = PythonEmitter(
-            PYPTO_SPELLING,
-            SCALAR_SPELLING,
-            lambda ref: self.view_name(inputs[ref.name]) if ref.name in inputs else ref.name,
-        )
+    def views(self, statements: list[ir.Stmt], indent: str) -> list[str]:
+        """Views of the rows this block reads from tensors made outside the phase."""
+        made_here = {s.name for s in statements if isinstance(s, ir.Let)}
+        seen: dict[str, tuple[int, ...]] = {}
+        for stmt in statements:
+            for node in ir.walk(stmt.value):
+                if isinstance(node, ir.Ref) and node.name not in made_here:
+                    if isinstance(node.type, ir.TensorType) and self.spans_rows(node.type.shape):
+                        seen.setdefault(node.name, node.type.shape)
         lines = []
-        for tensor in kernel.inputs:
-            if self.spans_rows(tensor):
-                shape = [self.rows, *tensor.kernel_shape[1:]]
-                lines.append(
-                    f"{indent}{self.view_name(tensor)} = pypto.view({tensor.name}, {shape}, "
-                    f"{self.offsets(len(shape))})"
-                )
-        for stmt in kernel.body:
-            if ir.is_scalar(stmt.value):
-                continue  # computed once in the factory
-            value = ir.map_expr(stmt.value, self.block_sized)
-            if isinstance(stmt, ir.Let):
-                lines += emit_assignment(emitter, stmt.name, value, indent)
-                continue
-            output = kernel.output(stmt.output)
-            if stmt.clone:
-                value = ir.Op("clone", (value,), value.type, value.span)
-            if not self.spans_rows(output):
-                lines += emit_assignment(emitter, f"{stmt.output}[:]", value, indent)
-                continue
-            # A long value gets a name first, so that the assemble call stays short.
-            value_text = emitter.emit(value)
-            if not isinstance(value, ir.Ref):
-                value_text = f"{stmt.output}_{self.suffix}"
-                lines += emit_assignment(emitter, value_text, value, indent)
-            offsets = self.offsets(len(output.kernel_shape))
-            lines.append(f"{indent}pypto.assemble({value_text}, {offsets}, {stmt.output})")
+        for name, shape in seen.items():
+            block = [self.rows, *shape[1:]]
+            lines.append(
+                f"{indent}{name}_{self.suffix} = pypto.view({name}, {block}, "
+                f"{self.offsets(len(shape))})"
+            )
         return lines
 
+    def lines(self, indent: str) -> list[str]:
+        statements = [self.kernel.body[i] for i in self.phase.statements]
+        emitter = PythonEmitter(PYPTO_SPELLING, SCALAR_SPELLING, self.name)
+        lines = self.views(statements, indent)
+        for stmt in statements:
+            value = ir.map_expr(stmt.value, self.block_sized)
+            if isinstance(stmt, ir.Let):
+                lines += self.let(stmt, value, emitter, indent)
+            else:
+                lines += self.store(stmt, value, emitter, indent)
+        return lines
 
-def _kernel_lines(kernel: ir.Kernel) -> list[str]:
+    def let(self, stmt: ir.Let, value: ir.Expr, emitter: PythonEmitter, indent: str) -> list[str]:
+        if not (self.spans_rows(stmt.value.type.shape) and stmt.name in self.later_reads):
+            self.local[stmt.name] = stmt.name
+            return emit_assignment(emitter, stmt.name, value, indent)
+        # Read by a later phase: this block's rows go into the full-size temporary.
+        local = f"{stmt.name}_{self.suffix}"
+        lines = emit_assignment(emitter, local, value, indent)
+        self.local[stmt.name] = local
+        offsets = self.offsets(stmt.value.type.rank)
+        return lines + [f"{indent}pypto.assemble({local}, {offsets}, {stmt.name})"]
+
+    def store(
+        self, stmt: ir.Store, value: ir.Expr, emitter: PythonEmitter, indent: str
+    ) -> list[str]:
+        if stmt.clone:
+            value = ir.Op("clone", (value,), value.type, value.span)
+        output = stmt.output
+        if self.rows is None:
+            return emit_assignment(emitter, f"{output}[:]", value, indent)
+        part = f"{output}_{self.suffix}"
+        lines = emit_assignment(emitter, part, value, indent)
+        if self.spans_rows(stmt.value.type.shape):
+            offsets = self.offsets(len(self.full[output]))
+            return lines + [f"{indent}pypto.assemble({part}, {offsets}, {output})"]
+        # A reduction over the rows: each block adds its part to the output.
+        combined = ACCUMULATE[stmt.value.op].format(output, part)
+        if not self.first_block:
+            return lines + [f"{indent}{output}[:] = {combined}"]
+        return lines + [
+            f"{indent}if i == 0:",
+            f"{indent}    {output}[:] = {part}",
+            f"{indent}else:",
+            f"{indent}    {output}[:] = {combined}",
+        ]
+
+
+def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
     assert kernel.schedule is not None
-    (phase,) = kernel.schedule.phases
-    indent = " " * 8
+    later = [i for p in kernel.schedule.phases[phase_index + 1 :] for i in p.statements]
+    return {
+        node.name
+        for index in later
+        for node in ir.walk(kernel.body[index].value)
+        if isinstance(node, ir.Ref)
+    }
+
+
+def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
+    assert kernel.schedule is not None
+    phase = kernel.schedule.phases[index]
+    later_reads = _later_reads(kernel, index)
     lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tile)}"]
     loop = phase.loop
     if loop is None:
-        return lines + _Block(kernel, "", None, "0").lines(indent)
+        return lines + _Block(kernel, phase, later_reads, "", None, "0", True).lines(indent)
+    for i in phase.statements:
+        stmt = kernel.body[i]
+        if isinstance(stmt, ir.Let) and stmt.name in later_reads:
+            dtype = stmt.value.type.dtype.pypto_name
+            shape = list(stmt.value.type.shape)
+            lines.append(f"{indent}{stmt.name} = pypto.Tensor({shape}, pypto.{dtype})")
     lines.append(
         f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{kernel.name}_rows", idx_name="i"):'
     )
     lines.append(f"{indent}    offset = i * {loop.chunk}")
-    lines += _Block(kernel, "chunk", loop.chunk, "offset").lines(indent + "    ")
+    chunk = _Block(kernel, phase, later_reads, "chunk", loop.chunk, "offset", True)
+    lines += chunk.lines(indent + "    ")
     if loop.tail:
         lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
         if phase.tail_tile != phase.tile:
             lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}")
-        lines += _Block(kernel, "tail", loop.tail, str(loop.count * loop.chunk)).lines(indent)
+        tail_offset = str(loop.count * loop.chunk)
+        lines += _Block(kernel, phase, later_reads, "tail", loop.tail, tail_offset, False).lines(
+            indent
+        )
+    return lines
+
+
+def _kernel_lines(kernel: ir.Kernel) -> list[str]:
+    assert kernel.schedule is not None
+    lines = []
+    for index in range(len(kernel.schedule.phases)):
+        lines += _phase_lines(kernel, index, " " * 8)
     return lines
 
 
@@ -223,7 +303,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
         )
         call.append(tensor.name)
     lines.append(f"        kernel({', '.join(call)})")
-    results = [f"{o.name}.reshape{_tuple_text(o.type.shape)}" for o in kernel.outputs]
+    results = [f"{o.name}.reshape({_tuple_text(o.type.shape)})" for o in kernel.outputs]
     lines.append(f"        return {', '.join(results)}")
     return lines
 

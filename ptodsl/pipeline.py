@@ -10,6 +10,9 @@ from ptodsl import ir
 from ptodsl.checker import check
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.parser import parse
+from ptodsl.passes.align_axes import align_axes
+from ptodsl.passes.chain_reductions import chain_reductions
+from ptodsl.passes.cse import cse
 from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
@@ -17,6 +20,7 @@ from ptodsl.passes.legalize import legalize
 from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
+from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.syntax import Spec
 
@@ -27,8 +31,12 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("fold_constants", fold_constants),
     ("legalize", legalize),
     ("hoist_scalars", hoist_scalars),
+    ("align_axes", align_axes),
+    ("cse", cse),
+    ("split_phases", split_phases),
     ("output_safety", output_safety),
     ("merge_axes", merge_axes),
+    ("chain_reductions", chain_reductions),
     ("expand_broadcasts", expand_broadcasts),
     ("tiling", tile_phases),
     ("loops", insert_loops),

@@ -117,7 +117,8 @@ def _chain(expr: ir.Expr, precedence: int) -> list[tuple[str, ir.Expr]]:
     return [("", expr)]
 
 
-_CALL = re.compile(r"^(?P<head>[\w.]+)\(\{0\}(, \{\d\})*\)$")  # only operands as arguments
+_CALL = re.compile(r"^(?P<head>[\w.]+)\((?P<arguments>.*)\)$")
+_OPERAND = re.compile(r"^\{(\d)\}$")
 
 
 def _layout(
@@ -145,11 +146,17 @@ def _layout(
         return lines + [f"{indent}){suffix}"]
     spelling = emitter.scalar_spelling if ir.is_scalar(expr) else emitter.tensor_spelling
     call = _CALL.match(spelling.get(form(expr), spelling.get(expr.op, "")))
-    if call is None:
+    if call is None or expr.op in _INFIX:
         return [line]
     lines = [f"{indent}{prefix}{call['head']}("]
-    for operand in expr.operands:
-        lines += _layout(emitter, operand, inner, "", ",", 0, width)
+    operand_texts = [emitter.emit(operand) for operand in expr.operands]
+    attributes = {name: _attribute_text(value) for name, value in expr.attrs}
+    for argument in call["arguments"].split(", "):
+        operand = _OPERAND.match(argument)
+        if operand:
+            lines += _layout(emitter, expr.operands[int(operand[1])], inner, "", ",", 0, width)
+        else:
+            lines.append(f"{inner}{argument.format(*operand_texts, **attributes)},")
     return lines + [f"{indent}){suffix}"]
 
 

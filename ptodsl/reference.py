@@ -29,7 +29,29 @@ TORCH_SPELLING = {
     "clamp": "torch.clamp({0}, {1}, {2})",
     "pow": "torch.pow({0}, {1})",
     "where": "torch.where({0}, {1}, {2})",
+    "sum": "torch.sum({0}, dim={axes}, keepdim={keepdim})",
+    "mean": "torch.mean({0}, dim={axes}, keepdim={keepdim})",
+    "amax": "torch.amax({0}, dim={axes}, keepdim={keepdim})",
+    "amin": "torch.amin({0}, dim={axes}, keepdim={keepdim})",
+    "batchmean": "_batchmean({0})",
+    "softmax": "torch.softmax({0}, dim={axis})",
+    "log_softmax": "torch.log_softmax({0}, dim={axis})",
+    "logsumexp": "torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
 }
+
+_BATCHMEAN = '''
+def _batchmean(x):
+    """torch's reduction="batchmean": the sum over every axis divided by the leading dim."""
+    return torch.sum(x) / x.shape[0]
+'''
+
+
+def _uses_op(kernel: ir.Kernel, name: str) -> bool:
+    return any(
+        isinstance(node, ir.Op) and node.op == name
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+    )
 
 
 def emit_reference(kernel: ir.Kernel, filename: str) -> str:
@@ -57,6 +79,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         *(["import math", ""] if uses_math(kernel) else []),
         "import torch",
         "",
+        *([*_BATCHMEAN.splitlines(), ""] if _uses_op(kernel, "batchmean") else []),
         "",
         f"def reference({signature}):",
     ]

@@ -99,3 +99,19 @@ def test_check_fails_a_broken_kernel(tmp_path):
     result = ptodsl("check", ELU, "--kernel", kernel)
     assert result.returncode == 1, result.stdout
     assert "FAIL" in result.stdout
+
+
+def test_check_is_not_blind_to_kl_direction(tmp_path):
+    """KL(t || p) and KL(p || t) differ; the check must fail the reversed kernel."""
+    spec = ROOT / "examples" / "loss.pto"
+    reversed_spec = tmp_path / "reversed.pto"
+    reversed_spec.write_text(
+        spec.read_text().replace("t * (log(t) - log(p))", "p * (log(p) - log(t))")
+    )
+    assert reversed_spec.read_text() != spec.read_text()
+    reversed_kernel = tmp_path / "reversed.py"
+    compiled = ptodsl("compile", reversed_spec, "-o", reversed_kernel)
+    assert compiled.returncode == 0, compiled.stderr
+    result = ptodsl("check", spec, "--kernel", reversed_kernel)
+    assert result.returncode == 1, result.stdout
+    assert "FAIL" in result.stdout

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from ptodsl import ir
 from ptodsl.checker import check
 from ptodsl.parser import parse
+from ptodsl.passes.align_axes import align_axes
+from ptodsl.passes.chain_reductions import chain_reductions
+from ptodsl.passes.cse import cse
 from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
@@ -14,6 +18,7 @@ from ptodsl.passes.legalize import RULES, legalize
 from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
+from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.target import PYPTO_0_2_0, form
 
@@ -72,13 +77,23 @@ def test_legalize_rewrites_scalar_first_and_missing_builtins(expression, expecte
     assert all_forms(legal) <= PYPTO_0_2_0.forms
 
 
+REDUCTION_ATTRIBUTES = {
+    "mean": (("axes", (1,)), ("keepdim", False)),
+    "batchmean": (("axes", (0, 1)), ("keepdim", False)),
+    "softmax": (("axis", 1),),
+    "log_softmax": (("axis", 1),),
+    "logsumexp": (("axis", 1), ("keepdim", True)),
+}
+
+
 def test_every_rule_produces_target_forms():
-    x = ir.Ref("x", ir.TensorType((4,), ir.DType.F32), ir.Span.point(1, 1))
+    x = ir.Ref("x", ir.TensorType((4, 8), ir.DType.F32), ir.Span.point(1, 1))
     c = ir.Const(0.5, x.span)
     for rule_form in RULES:
         name, kinds = rule_form[:-1].split("(")
         operands = tuple(x if kind == "t" else c for kind in kinds.split(","))
         node = ir.op(name, *operands, span=x.span)
+        node = attrs.evolve(node, attrs=REDUCTION_ATTRIBUTES.get(name, ()))
         assert not PYPTO_0_2_0.supports(node), f"{rule_form} is supported: its rule never fires"
         kernel = ir.Kernel("k", (), (), (), (), (ir.Let("v", node, x.span),))
         assert all_forms(legalize(kernel)) <= PYPTO_0_2_0.forms, rule_form
@@ -125,21 +140,21 @@ def kernel_shapes(kernel: ir.Kernel) -> dict[str, tuple[int, ...]]:
 
 
 def test_merge_axes_flattens_pure_elementwise_to_one_axis():
-    merged = merge_axes(kernel_of("output y: f32[M, N]\ny = exp(x)\n"))
+    merged = merge_axes(align_axes(kernel_of("output y: f32[M, N]\ny = exp(x)\n")))
     assert kernel_shapes(merged) == {"x": (32,), "y": (32,)}
     assert merged.body[0].value.type.shape == (32,)
 
 
 def test_merge_axes_keeps_broadcast_axes_apart():
     decls = "dims B = 2, C = 3, H = 4, W = 5\ninput x: f32[B, C, H, W]\ninput w: f32[C, 1, 1]\n"
-    merged = merge_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls))
+    merged = merge_axes(align_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls)))
     assert kernel_shapes(merged) == {"x": (2, 3, 20), "w": (1, 3, 1), "y": (2, 3, 20)}
     assert merged.input("x").kernel_dims == (("B",), ("C",), ("H", "W"))
 
 
 def test_merge_axes_merges_a_row_vector_broadcast():
     decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput b: f32[N]\n"
-    merged = merge_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls))
+    merged = merge_axes(align_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls)))
     assert kernel_shapes(merged) == {"x": (4, 8), "b": (1, 8), "y": (4, 8)}
 
 
@@ -148,7 +163,7 @@ def test_merge_axes_merges_a_row_vector_broadcast():
 
 def test_tiling_then_loops_for_a_large_kernel():
     decls = "dims M = 16384, N = 4096\ninput x: f32[M, N]\n"
-    kernel = merge_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n", decls))
+    kernel = merge_axes(align_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n", decls)))
     tiled = tile_phases(kernel)
     (phase,) = tiled.schedule.phases
     assert phase.shape == (16384 * 4096,) and phase.tile == (16384,) and phase.loop is None
@@ -157,7 +172,7 @@ def test_tiling_then_loops_for_a_large_kernel():
 
 
 def test_loops_leave_small_kernels_alone():
-    kernel = tile_phases(merge_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n")))
+    kernel = tile_phases(merge_axes(align_axes(kernel_of("output y: f32[M, N]\ny = x * 3.0\n"))))
     assert insert_loops(kernel).schedule.phases[0].loop is None
 
 
@@ -166,12 +181,74 @@ def test_loops_leave_small_kernels_alone():
 
 def test_expand_broadcasts_stretches_one_axis_per_op():
     decls = "dims B = 2, C = 3, H = 4, W = 5\ninput x: f32[B, C, H, W]\ninput w: f32[C, 1, 1]\n"
-    kernel = merge_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls))
+    kernel = merge_axes(align_axes(kernel_of("output y: f32[B, C, H, W]\ny = x * w\n", decls)))
     (store,) = expand_broadcasts(kernel).body
     assert ir.format_expr(store.value) == "mul(x, expand(w, shape=(1, 3, 20)))"
 
 
 def test_expand_broadcasts_leaves_single_axis_broadcasts_alone():
     decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput b: f32[N]\n"
-    kernel = merge_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls))
+    kernel = merge_axes(align_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls)))
     assert values(expand_broadcasts(kernel)) == ["add(x, b)"]
+
+
+# ---- align_axes, cse, split_phases, chain_reductions -------------------------------------
+
+
+def test_align_axes_keeps_every_axis_and_reduced_axes_as_size_one():
+    decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput w: f32[M]\n"
+    aligned = align_axes(kernel_of("output y: f32[M]\ny = sum(x, axis=1) * w\n", decls))
+    assert {t.name: t.kernel_shape for t in (*aligned.inputs, *aligned.outputs)} == {
+        "x": (4, 8),
+        "w": (4, 1),
+        "y": (4, 1),
+    }
+    assert values(aligned) == ["mul(sum(x, axes=(1,), keepdim=True), w)"]
+
+
+def test_align_axes_keeps_broadcast_inputs_right_aligned():
+    decls = "dims M = 4, N = 8\ninput x: f32[M, N]\ninput b: f32[N]\n"
+    aligned = align_axes(kernel_of("output y: f32[M, N]\ny = x + b\n", decls))
+    assert aligned.input("b").kernel_shape == (1, 8)
+
+
+def test_cse_binds_a_repeated_subexpression_once():
+    kernel = kernel_of("output y: f32[M, N]\ny = exp(x - 1.0) / (exp(x - 1.0) + 2.0)\n")
+    shared = cse(kernel)
+    assert [(s.name, ir.format_expr(s.value)) for s in shared.body if isinstance(s, ir.Let)] == [
+        ("_t0", "exp(sub(x, 1.0))")
+    ]
+    assert values(shared)[-1] == "div(_t0, add(_t0, 2.0))"
+
+
+def test_split_phases_binds_nested_reductions_and_writes_reductions_to_outputs():
+    decls = "dims M = 4, N = 8\ninput x: f32[M, N]\n"
+    kernel = align_axes(kernel_of("output y: f32[]\ny = sum(sqrt(sum(x, axis=1))) * 0.5\n", decls))
+    split = split_phases(kernel)
+    assert [type(s).__name__ for s in split.body] == ["Let", "Store", "Store"]
+    assert values(split) == [
+        "sum(x, axes=(1,), keepdim=True)",
+        "sum(sqrt(_r0), axes=(0,), keepdim=True)",
+        "mul(y, 0.5)",
+    ]
+
+
+def test_chain_reductions_reduces_one_axis_at_a_time_innermost_first():
+    decls = "dims A = 2, B = 3, C = 4\ninput x: f32[A, B, C]\n"
+    kernel = merge_axes(align_axes(kernel_of("output y: f32[B]\ny = sum(x, axis=[0, 2])\n", decls)))
+    assert values(chain_reductions(kernel)) == [
+        "sum(sum(x, axis=2, keepdim=True), axis=0, keepdim=True)"
+    ]
+
+
+def test_tiling_gives_per_sample_and_batch_work_their_own_phases():
+    decls = "dims B = 128, D = 4096\ninput a: f32[B, D]\n"
+    kernel = kernel_of("output y: f32[]\ny = mean(sqrt(sum(a * a, axis=1)))\n", decls)
+    for run in (fold_constants, legalize, align_axes, cse, split_phases, merge_axes):
+        kernel = run(kernel)
+    phases = tile_phases(chain_reductions(kernel)).schedule.phases
+    assert [(p.shape, p.tile) for p in phases] == [
+        ((128, 4096), (4, 4096)),
+        ((128, 1), (128, 1)),
+        ((1, 1), (1, 1)),
+    ]

@@ -50,3 +50,11 @@ def test_balanced_tiles_avoid_slivers():
     assert choose_tile((16385,), 4) == (8200,)
     assert ceil_div(16385, 8200) == 2
     assert choose_tile((20000,), 4) == (10000,)
+
+
+@pytest.mark.parametrize("itemsize", [4, 2])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_partial_last_axis_tiles_are_32_byte_aligned(shape, itemsize):
+    """PyPTO rejects reductions whose last-axis tile is not a multiple of 32 bytes."""
+    tile = choose_tile(shape, itemsize)
+    assert tile[-1] == shape[-1] or (tile[-1] * itemsize) % TARGET.reduce_align_bytes == 0

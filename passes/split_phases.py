@@ -1,0 +1,74 @@
+"""Gives every reduction a statement of its own, so that tile phases can change between them.
+
+A reduction nested in a larger expression is bound to a `let` named `_r<n>` first. A store
+of the form `out = f(reduction)`, where `f` is elementwise with only scalars besides, becomes
+`out = reduction` then `out = f(out)`: the reduction then writes straight into the output,
+which is where a loop over the reduced axis must accumulate (a temporary accumulator gives
+silently wrong results on pypto 0.2.0), and `f` runs once on the small result.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ptodsl import ir
+from ptodsl.passes.align_axes import REDUCTIONS
+
+
+def is_reduction(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Op) and node.op in REDUCTIONS
+
+
+def _outer_reductions(node: ir.Expr) -> list[ir.Op]:
+    if is_reduction(node):
+        return [node]
+    if isinstance(node, ir.Op):
+        return [r for operand in node.operands for r in _outer_reductions(operand)]
+    return []
+
+
+def _only_scalars_besides(node: ir.Expr, reduction: ir.Op) -> bool:
+    if node is reduction:
+        return True
+    if isinstance(node, ir.Op) and not ir.is_scalar(node):
+        return all(_only_scalars_besides(operand, reduction) for operand in node.operands)
+    return ir.is_scalar(node)
+
+
+def split_phases(kernel: ir.Kernel) -> ir.Kernel:
+    body: list[ir.Stmt] = []
+    outputs = {o.name: o for o in kernel.outputs}
+
+    def bind_nested(value: ir.Expr) -> ir.Expr:
+        """`value` with every reduction below its top bound to a `let` of its own."""
+
+        def bind(node: ir.Expr) -> ir.Expr:
+            if not is_reduction(node):
+                return node
+            name = f"_r{sum(1 for s in body if isinstance(s, ir.Let) and s.name.startswith('_r'))}"
+            body.append(ir.Let(name, node, node.span))
+            return ir.Ref(name, node.type, node.span)
+
+        if is_reduction(value):
+            operand = ir.map_expr(value.operands[0], bind)
+            return attrs.evolve(value, operands=(operand,))
+        return ir.map_expr(value, bind)
+
+    for stmt in kernel.body:
+        reductions = _outer_reductions(stmt.value)
+        if (
+            isinstance(stmt, ir.Store)
+            and not is_reduction(stmt.value)
+            and len(reductions) == 1
+            and reductions[0].type == stmt.value.type
+            and _only_scalars_besides(stmt.value, reductions[0])
+        ):
+            (reduction,) = reductions
+            body.append(attrs.evolve(stmt, value=bind_nested(reduction)))
+            output = ir.Ref(stmt.output, outputs[stmt.output].type, stmt.span)
+            output = attrs.evolve(output, type=reduction.type)
+            finish = ir.map_expr(stmt.value, lambda n, r=reduction, o=output: o if n is r else n)
+            body.append(attrs.evolve(stmt, value=finish))
+            continue
+        body.append(attrs.evolve(stmt, value=bind_nested(stmt.value)))
+    return attrs.evolve(kernel, body=tuple(body))
