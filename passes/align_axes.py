@@ -142,11 +142,6 @@ def align_axes(kernel: ir.Kernel) -> ir.Kernel:
     aligner.collect()
     order = aligner.order()
     find = aligner.axes.find
-    if len(order) > 4:
-        raise SpecError(
-            f"this kernel needs {len(order)} iteration axes; PyPTO handles 4",
-            kernel.outputs[0].span,
-        )
 
     def aligned_shape(shape: tuple[int, ...], frame: Frame) -> tuple[int, ...]:
         sizes = {find(axis): size for axis, size in zip(frame, shape, strict=True)}

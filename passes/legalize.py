@@ -101,6 +101,20 @@ def _mean(node: ir.Op) -> ir.Expr:
     return ir.op("mul", total, _const(1.0 / count, node), span=node.span)
 
 
+def _var(node: ir.Op) -> ir.Expr:
+    """Two-pass variance, mean((x - mean(x))^2) * n / (n - correction): it avoids the
+    cancellation of E[x^2] - E[x]^2 when the mean is large against the spread."""
+    (operand,) = node.operands
+    axes = node.attr("axes")
+    count = math.prod(operand.type.shape[axis] for axis in axes)
+    centre = _mean(_reduce("mean", operand, axes, True, node))
+    deviation = ir.op("sub", operand, centre, span=node.span)
+    squared = ir.op("mul", deviation, deviation, span=node.span)
+    total = _reduce("sum", squared, axes, node.attr("keepdim"), node)
+    scale = 1.0 / (count - node.attr("correction"))
+    return ir.op("mul", total, _const(scale, node), span=node.span)
+
+
 def _batchmean(node: ir.Op) -> ir.Expr:
     """The sum over every axis times 1/(the leading dim)."""
     (operand,) = node.operands
@@ -147,6 +161,7 @@ def _logsumexp(node: ir.Op) -> ir.Expr:
 
 RULES: dict[str, Rule] = {
     "mean(t)": _mean,
+    "var(t)": _var,
     "batchmean(t)": _batchmean,
     "softmax(t)": _softmax,
     "log_softmax(t)": _log_softmax,
@@ -178,4 +193,12 @@ def legalize_expr(node: ir.Expr, target: Target = PYPTO_0_2_0) -> ir.Expr:
 
 
 def legalize(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
-    return kernel.map_values(lambda value: legalize_expr(value, target))
+    decisions = tuple(
+        f"var at {node.span.line}:{node.span.column}: two-pass, mean((x - mean(x))^2), "
+        "chosen over E[x^2] - E[x]^2 for accuracy"
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and node.op == "var"
+    )
+    legal = kernel.map_values(lambda value: legalize_expr(value, target))
+    return attrs.evolve(legal, decisions=kernel.decisions + decisions)

@@ -1,9 +1,12 @@
 """Inserts a loop into a phase whose tiles would exceed the target's auto-tile limit.
 
-One loop, along kernel axis 0, never nested. Each iteration handles `chunk` rows, a multiple
-of the tile's axis-0 extent, so that no iteration exceeds the limit. A chunk that divides the
-axis exactly is preferred; otherwise the loop is followed by one constant-size tail block, so
-every view has a compile-time size and nothing reads or writes past the tensor.
+One loop, never nested, along the outermost axis that no reduction of the phase reduces
+(PyPTO pattern C: LayerNorm and RMSNorm loop over the batch, BatchNorm over channels), so
+every iteration reduces whole rows of its own. Only a phase that reduces every axis (a global
+sum) loops along axis 0 and accumulates into its output. Each iteration takes `chunk`
+indices of the loop axis, a multiple of the tile there; a chunk dividing the axis exactly is
+preferred, otherwise one constant-size tail block follows the loop, so every view has a
+compile-time size and nothing reads or writes past the tensor.
 """
 
 from __future__ import annotations
@@ -12,39 +15,62 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.tiling import auto_tiles, ceil_div
 from ptodsl.target import PYPTO_0_2_0, Target
 
 
-def plan_loop(shape: tuple[int, ...], tile: tuple[int, ...], target: Target) -> ir.Loop | None:
-    """The loop for one phase, or None when its tiles fit without one."""
+def _without(values: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    return values[:axis] + values[axis + 1 :]
+
+
+def plan_loop(
+    shape: tuple[int, ...],
+    tile: tuple[int, ...],
+    target: Target,
+    reduced: frozenset[int] = frozenset(),
+) -> ir.Loop | None:
+    """The loop for one phase, or None when its tiles fit without one (or no axis can be
+    split: see `insert_loops`). `reduced` are the axes the phase's reductions reduce."""
     if auto_tiles(shape, tile) <= target.max_auto_tiles:
         return None
-    tiles_per_row_block = auto_tiles(shape[1:], tile[1:])
-    row_blocks = target.max_auto_tiles // tiles_per_row_block
-    if row_blocks == 0:
+    free = [a for a in range(len(shape)) if a not in reduced and shape[a] > 1]
+    axis = free[0] if free else 0
+    tiles_per_slice = auto_tiles(_without(shape, axis), _without(tile, axis))
+    slices = target.max_auto_tiles // tiles_per_slice
+    if slices == 0:
         return None
-    largest_chunk = row_blocks * tile[0]
-    fewest_iterations = ceil_div(shape[0], largest_chunk)
+    size, step = shape[axis], tile[axis]
+    largest_chunk = slices * step
+    fewest_iterations = ceil_div(size, largest_chunk)
     # A chunk that divides the axis (within 2x of the fewest iterations) needs no tail.
     for count in range(fewest_iterations, 2 * fewest_iterations + 1):
-        if shape[0] % count == 0 and (shape[0] // count) % tile[0] == 0:
-            return ir.Loop(count=count, chunk=shape[0] // count, tail=0)
+        if size % count == 0 and (size // count) % step == 0:
+            return ir.Loop(count=count, chunk=size // count, tail=0, axis=axis)
     # Otherwise the fewest full-size chunks, and a tail block smaller than one chunk.
-    chunk = max(tile[0], shape[0] // fewest_iterations // tile[0] * tile[0])
-    return ir.Loop(count=shape[0] // chunk, chunk=chunk, tail=shape[0] % chunk)
+    chunk = max(step, size // fewest_iterations // step * step)
+    return ir.Loop(count=size // chunk, chunk=chunk, tail=size % chunk, axis=axis)
+
+
+def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
+    return frozenset(
+        node.attr("axis")
+        for index in phase.statements
+        for node in ir.walk(kernel.body[index].value)
+        if isinstance(node, ir.Op) and node.op in REDUCTIONS
+    )
 
 
 def insert_loops(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
     assert kernel.schedule is not None, "tiling runs first"
     phases = []
     for phase in kernel.schedule.phases:
-        loop = plan_loop(phase.shape, phase.tile, target)
+        loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
         if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
             span = kernel.outputs[0].span
             raise SpecError(
                 f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles of "
-                f"{list(phase.tile)} even per row; one loop along axis 0 cannot split it",
+                f"{list(phase.tile)} even per index of the loop axis; one loop cannot split it",
                 span,
             )
         phases.append(attrs.evolve(phase, loop=loop))

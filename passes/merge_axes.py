@@ -14,7 +14,9 @@ import math
 import attrs
 
 from ptodsl import ir
+from ptodsl.diagnostics import SpecError
 from ptodsl.passes.align_axes import REDUCTIONS
+from ptodsl.target import PYPTO_0_2_0, Target
 
 
 def _tensor_shapes(kernel: ir.Kernel) -> list[tuple[int, ...]]:
@@ -42,8 +44,16 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
     return groups or [[0]]
 
 
-def merge_axes(kernel: ir.Kernel) -> ir.Kernel:
+def merge_axes(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
     groups = axis_groups(_tensor_shapes(kernel))
+    if len(groups) > target.max_rank:
+        raise SpecError(
+            f"this kernel still has {len(groups)} axes after merging; PyPTO handles "
+            f"{target.max_rank}",
+            kernel.outputs[0].span,
+            note="axes merge when every tensor is full (or 1) on both; broadcasts and "
+            "reductions that alternate between neighbouring axes keep them apart",
+        )
 
     def merged_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(math.prod(shape[axis] for axis in group) for group in groups)

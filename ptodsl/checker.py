@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import math
 import re
 
 from ptodsl import ir
@@ -16,7 +17,7 @@ UNARY_FUNCTIONS = {
 }  # fmt: skip
 BINARY_FUNCTIONS = {"max": "maximum", "min": "minimum", "pow": "pow"}
 # `max(x, axis=1)` and `max(x)` reduce; `max(a, b)` is elementwise.
-REDUCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod"}
+REDUCTIONS = {"sum": "sum", "mean": "mean", "var": "var", "prod": "prod"}
 AXIS_FUNCTIONS = ("softmax", "log_softmax", "logsumexp")
 COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 DOMAINS = {
@@ -26,7 +27,9 @@ DOMAINS = {
     "sign": "-1 or +1",
     "softmax": "rows of the last axis are probability distributions (positive, sum 1)",
 }
-MAX_RANK = 4
+# Declared tensors follow PyPTO's rank limit; split entries (`G * CG`) may add logical
+# axes, as long as axis merging brings the kernel back to 4.
+MAX_DECLARED_RANK = 4
 
 # Names the generated module defines or imports; a spec name equal to one would shadow it.
 GENERATED_NAMES = frozenset(
@@ -138,6 +141,7 @@ class _Checker:
             self.tensor_type(item.type),
             item.span,
             self.dim_factors(item.type),
+            declared=self.declared_shape(item.type),
             domain=domain,
         )
 
@@ -150,23 +154,36 @@ class _Checker:
                 note="write `f32[]` for a 0-d (scalar) result",
             )
         self.outputs[item.name] = ir.Output(
-            item.name, self.tensor_type(item.type), item.span, self.dim_factors(item.type)
+            item.name,
+            self.tensor_type(item.type),
+            item.span,
+            self.dim_factors(item.type),
+            declared=self.declared_shape(item.type),
         )
 
     @staticmethod
     def dim_factors(type_expr: s.TensorTypeExpr) -> tuple[ir.DimFactor, ...]:
         assert type_expr.dims is not None
-        return tuple(d.name if d.name is not None else d.size for d in type_expr.dims)
+        return tuple(
+            d.name if d.name is not None else d.size for entry in type_expr.dims for d in entry
+        )
+
+    def declared_shape(self, type_expr: s.TensorTypeExpr) -> tuple[int, ...]:
+        """The shape `forward` sees: one size per declared entry (`G * CG` multiplied)."""
+        assert type_expr.dims is not None
+        return tuple(math.prod(self.dim_size(d) for d in entry) for entry in type_expr.dims)
 
     def tensor_type(self, type_expr: s.TensorTypeExpr) -> ir.TensorType:
+        """The logical type: split entries count as separate axes."""
         dtype = _dtype(type_expr.dtype, type_expr.dtype_span)
         assert type_expr.dims is not None
-        if len(type_expr.dims) > MAX_RANK:
+        if len(type_expr.dims) > MAX_DECLARED_RANK:
             raise SpecError(
-                f"rank {len(type_expr.dims)} is above PyPTO's limit of {MAX_RANK}",
+                f"rank {len(type_expr.dims)} is above PyPTO's limit of {MAX_DECLARED_RANK}",
                 type_expr.span,
             )
-        return ir.TensorType(tuple(self.dim_size(d) for d in type_expr.dims), dtype)
+        sizes = tuple(self.dim_size(d) for entry in type_expr.dims for d in entry)
+        return ir.TensorType(sizes, dtype)
 
     def dim_size(self, dim: s.DimRef) -> int:
         if dim.size is not None:
@@ -366,15 +383,29 @@ class _Checker:
                 node.func_span,
                 note="pypto 0.2.0's prod compiles but its SIM step fails (ROWPROD_SINGLE)",
             )
-        keywords = self.keywords(node, ("axis", "keepdim"))
+        allowed = ("axis", "keepdim", "correction") if node.func == "var" else ("axis", "keepdim")
+        keywords = self.keywords(node, allowed)
         operand = self.tensor_operand(node)
         tensor_type = operand.type
         axes = self.axes(keywords.get("axis"), tensor_type.rank, node.func)
         keepdim = self.keepdim(keywords.get("keepdim"))
         shape = reduced_shape(tensor_type.shape, axes, keepdim)
-        attributes = (("axes", axes), ("keepdim", keepdim))
+        attributes: tuple[tuple[str, object], ...] = (("axes", axes), ("keepdim", keepdim))
+        if node.func == "var":
+            attributes += (("correction", self.correction(keywords.get("correction"))),)
         op = REDUCTIONS.get(node.func) or {"max": "amax", "min": "amin"}[node.func]
         return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
+
+    def correction(self, argument: s.Keyword | None) -> int:
+        """Bessel's correction of `var`: 1 (unbiased) unless given, as in torch.var."""
+        if argument is None:
+            return 1
+        value = argument.value
+        if not (
+            isinstance(value, s.Number) and value.value in (0.0, 1.0) and "." not in value.text
+        ):
+            raise SpecError("correction is 0 (biased) or 1 (unbiased)", value.span)
+        return int(value.value)
 
     def axis_function(self, node: s.Call) -> ir.Expr:
         allowed = ("axis", "keepdim") if node.func == "logsumexp" else ("axis",)

@@ -35,7 +35,7 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
     """Seeded values in the input's domain. Each input index draws from its own
     distribution (scale and offset differ), so that swapping two operands changes results."""
     generator = torch.Generator().manual_seed(seed * 1009 + index)
-    shape = tensor.type.shape
+    shape = tensor.declared_shape
     if tensor.domain == "positive":
         values = torch.rand(shape, generator=generator, dtype=torch.float64)
         values = 0.1 + 0.15 * index + (1.5 + 0.5 * index) * values

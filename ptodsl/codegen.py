@@ -79,7 +79,7 @@ ACCUMULATE = {
 
 class _Block:
     """The statements of one phase as straight-line code: the whole phase, one loop
-    iteration (`rows` rows at `offset`), or the tail after the loop.
+    iteration (`rows` indices of the loop axis at `offset`), or the tail after the loop.
 
     Inside a loop, tensors from outside the phase that span the rows are read through
     views; lets that later phases read are assembled into full-size temporaries; a
@@ -92,13 +92,19 @@ class _Block:
         self.later_reads = later_reads
         self.suffix = suffix
         self.rows = rows
+        self.axis = phase.loop.axis if phase.loop else 0
         self.offset = offset
         self.first_block = first_block
         self.full = {t.name: t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)}
         self.local: dict[str, str] = {}  # let name -> its name inside this block
 
     def spans_rows(self, shape: tuple[int, ...]) -> bool:
-        return self.rows is not None and shape[0] != 1
+        """Whether a tensor of this shape is split by the loop (spans the loop axis)."""
+        return self.rows is not None and shape[self.axis] != 1
+
+    def sized(self, shape: tuple[int, ...]) -> list[int]:
+        """The shape with the loop axis cut to this block's extent."""
+        return [self.rows if axis == self.axis else size for axis, size in enumerate(shape)]
 
     def name(self, ref: ir.Ref) -> str:
         if ref.name in self.local:
@@ -108,16 +114,17 @@ class _Block:
         return ref.name
 
     def block_sized(self, node: ir.Expr) -> ir.Expr:
-        """An explicit expansion spanning axis 0 covers this block's rows, not all rows."""
+        """An explicit expansion spanning the loop axis covers this block, not the axis."""
         if self.rows is None or not (isinstance(node, ir.Op) and node.op == "expand"):
             return node
         shape = node.attr("shape")
-        if shape[0] == 1:
+        if not self.spans_rows(shape):
             return node
-        return attrs.evolve(node, attrs=(("shape", (self.rows, *shape[1:])),))
+        return attrs.evolve(node, attrs=(("shape", tuple(self.sized(shape))),))
 
     def offsets(self, rank: int) -> str:
-        return "[" + ", ".join([self.offset] + ["0"] * (rank - 1)) + "]"
+        offsets = [self.offset if axis == self.axis else "0" for axis in range(rank)]
+        return "[" + ", ".join(offsets) + "]"
 
     def views(self, statements: list[ir.Stmt], indent: str) -> list[str]:
         """Views of the rows this block reads from tensors made outside the phase."""
@@ -130,9 +137,8 @@ class _Block:
                         seen.setdefault(node.name, node.type.shape)
         lines = []
         for name, shape in seen.items():
-            block = [self.rows, *shape[1:]]
             lines.append(
-                f"{indent}{name}_{self.suffix} = pypto.view({name}, {block}, "
+                f"{indent}{name}_{self.suffix} = pypto.view({name}, {self.sized(shape)}, "
                 f"{self.offsets(len(shape))})"
             )
         return lines
@@ -285,7 +291,8 @@ def _model(kernel: ir.Kernel) -> list[str]:
     lines += [f"        self.{p.name} = float({p.name})" for p in init_params]
     lines += ["", f"    def forward(self, {', '.join(forward_names)}):"]
     for tensor in kernel.inputs:
-        shape, dtype = _tuple_text(tensor.type.shape), f"torch.{tensor.type.dtype.torch_name}"
+        shape = _tuple_text(tensor.declared_shape)
+        dtype = f"torch.{tensor.type.dtype.torch_name}"
         lines.append(f'        _expect("{tensor.name}", {tensor.name}, {shape}, {dtype})')
     arguments = [str(d.size) for d in kernel.dims]
     arguments += [f"self.{p.name}" if not p.forward else f"float({p.name})" for p in kernel.params]
@@ -303,7 +310,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
         )
         call.append(tensor.name)
     lines.append(f"        kernel({', '.join(call)})")
-    results = [f"{o.name}.reshape({_tuple_text(o.type.shape)})" for o in kernel.outputs]
+    results = [f"{o.name}.reshape({_tuple_text(o.declared_shape)})" for o in kernel.outputs]
     lines.append(f"        return {', '.join(results)}")
     return lines
 

@@ -178,6 +178,13 @@ class Tensor:
     span: Span
     dims: tuple[DimFactor, ...]
     kernel_dims: tuple[tuple[DimFactor, ...], ...] | None = None
+    declared: tuple[int, ...] | None = attrs.field(default=None, kw_only=True)
+
+    @property
+    def declared_shape(self) -> tuple[int, ...]:
+        """The shape `forward` takes or returns; `type` is the logical shape, which splits
+        entries such as `G * CG` into separate axes."""
+        return self.type.shape if self.declared is None else self.declared
 
     @property
     def kernel_shape(self) -> tuple[int, ...]:
@@ -228,6 +235,7 @@ class Kernel:
     outputs: tuple[Output, ...]
     body: tuple[Stmt, ...]
     schedule: Schedule | None = None
+    decisions: tuple[str, ...] = ()  # lowering choices worth stating in the plan
 
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
@@ -287,7 +295,9 @@ def format_kernel(kernel: Kernel) -> str:
             lines.append(f"  {stmt.output} <- {'clone(' + value + ')' if stmt.clone else value}")
     for index, phase in enumerate(kernel.schedule.phases if kernel.schedule else ()):
         loop = phase.loop
-        looped = f", loop {loop.count} x {loop.chunk} + tail {loop.tail}" if loop else ""
+        looped = ""
+        if loop:
+            looped = f", loop on axis {loop.axis}: {loop.count} x {loop.chunk} + tail {loop.tail}"
         lines.append(
             f"  phase {index}: statements {list(phase.statements)} over {list(phase.shape)}, "
             f"tile {list(phase.tile)}{looped}"
@@ -306,12 +316,13 @@ def _as_kernel(tensor: Tensor) -> str:
 
 @attrs.frozen
 class Loop:
-    """`count` iterations of `chunk` rows along kernel axis 0, then a `tail` block if the
-    chunks do not cover the axis exactly. Every view size is a compile-time constant."""
+    """`count` iterations of `chunk` indices along kernel axis `axis`, then a `tail` block if
+    the chunks do not cover the axis exactly. Every view size is a compile-time constant."""
 
     count: int
     chunk: int
     tail: int
+    axis: int = 0
 
 
 @attrs.frozen
@@ -328,13 +339,15 @@ class Phase:
         """The shape one loop iteration (or the whole phase, without a loop) works on."""
         if self.loop is None:
             return self.shape
-        return (self.loop.chunk, *self.shape[1:])
+        axis = self.loop.axis
+        return self.shape[:axis] + (self.loop.chunk,) + self.shape[axis + 1 :]
 
     @property
     def tail_tile(self) -> tuple[int, ...] | None:
         if self.loop is None or not self.loop.tail:
             return None
-        return (min(self.tile[0], self.loop.tail), *self.tile[1:])
+        axis = self.loop.axis
+        return self.tile[:axis] + (min(self.tile[axis], self.loop.tail),) + self.tile[axis + 1 :]
 
 
 @attrs.frozen

@@ -119,6 +119,9 @@ class _ToSyntax(Transformer):
     def shape(self, meta, children):
         return tuple(child for child in children if child is not None)
 
+    def dim_entry(self, meta, children):
+        return tuple(children)
+
     def dim_name(self, meta, children):
         return s.DimRef(str(children[0]), None, _span(children[0]))
 

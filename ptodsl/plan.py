@@ -23,7 +23,7 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
     }
     if loop is not None:
         entry["loop"] = {
-            "axis": 0,
+            "axis": loop.axis,
             "count": loop.count,
             "chunk": loop.chunk,
             "tail": loop.tail,
@@ -55,6 +55,7 @@ def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
                 "inputs": tensors(kernel.inputs),
                 "outputs": tensors(kernel.outputs),
                 "phases": [_phase(p, itemsize) for p in kernel.schedule.phases],
+                "decisions": list(kernel.decisions),
             }
         ]
     }

@@ -31,6 +31,7 @@ TORCH_SPELLING = {
     "where": "torch.where({0}, {1}, {2})",
     "sum": "torch.sum({0}, dim={axes}, keepdim={keepdim})",
     "mean": "torch.mean({0}, dim={axes}, keepdim={keepdim})",
+    "var": "torch.var({0}, dim={axes}, keepdim={keepdim}, correction={correction})",
     "amax": "torch.amax({0}, dim={axes}, keepdim={keepdim})",
     "amin": "torch.amin({0}, dim={axes}, keepdim={keepdim})",
     "batchmean": "_batchmean({0})",
@@ -83,10 +84,16 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         "",
         f"def reference({signature}):",
     ]
+    for tensor in kernel.inputs:
+        if tensor.declared_shape != tensor.type.shape:
+            lines.append(f"    {tensor.name} = {tensor.name}.reshape{tensor.type.shape}")
     for stmt in kernel.body:
         target = stmt.name if isinstance(stmt, ir.Let) else stmt.output
         lines += emit_assignment(emitter, target, stmt.value, "    ")
-    outputs = [o.name for o in kernel.outputs]
+    outputs = [
+        o.name if o.declared_shape == o.type.shape else f"{o.name}.reshape{o.declared_shape}"
+        for o in kernel.outputs
+    ]
     lines.append(f"    return {', '.join(outputs)}")
     init_signature = ", ".join(["self", *(keyword(p) for p in init_params)])
     forward_names = inputs + [p.name for p in forward_params]

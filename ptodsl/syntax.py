@@ -98,7 +98,9 @@ class DimRef:
 class TensorTypeExpr:
     dtype: str
     dtype_span: Span
-    dims: tuple[DimRef, ...] | None  # None: a scalar
+    # One entry per declared axis; an entry of several factors (`G * CG`) is split into
+    # that many logical axes. None: a scalar.
+    dims: tuple[tuple[DimRef, ...], ...] | None
     span: Span
 
 

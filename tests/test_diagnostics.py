@@ -30,6 +30,9 @@ CASES = {
     "duplicate_name": HEADER + "input M: f32[M]\n",
     "zero_dim": "kernel k\ndims N = 0\n",
     "rank_above_four": HEADER + "input x: f32[M, M, M, M, N]\n",
+    "too_many_kernel_axes": "kernel k\ndims A = 2, B = 3, C = 4, D = 5, E = 6\n"
+    "input x: f32[A, B * C, D, E]\ninput w: f32[B, 1, D, 1]\noutput y: f32[A, B * C, D, E]\n"
+    "y = x * w\n",
     "unknown_dim": HEADER + "input x: f32[M, K]\n",
     "unknown_domain": HEADER + "input x: f32[M, N] in happy\n",
     "scalar_input_domain": HEADER + "input s: f32 in positive\n",

@@ -79,6 +79,7 @@ def test_legalize_rewrites_scalar_first_and_missing_builtins(expression, expecte
 
 REDUCTION_ATTRIBUTES = {
     "mean": (("axes", (1,)), ("keepdim", False)),
+    "var": (("axes", (1,)), ("keepdim", False), ("correction", 1)),
     "batchmean": (("axes", (0, 1)), ("keepdim", False)),
     "softmax": (("axis", 1),),
     "log_softmax": (("axis", 1),),
