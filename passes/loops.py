@@ -61,17 +61,42 @@ def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
     )
 
 
+def _reduces_loop_axis(stmt: ir.Stmt, loop: ir.Loop) -> bool:
+    value = stmt.value
+    return isinstance(value, ir.Op) and value.op in REDUCTIONS and value.attr("axis") == loop.axis
+
+
+def _split_after_loop_reductions(
+    kernel: ir.Kernel, phase: ir.Phase, target: Target
+) -> list[ir.Phase]:
+    """A value reduced over the loop axis is complete only after the loop: statements of
+    the phase that come after it run in a phase of their own (with a loop of its own)."""
+    loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
+    if loop is None:
+        return [phase]
+    for position, index in enumerate(phase.statements[:-1]):
+        if _reduces_loop_axis(kernel.body[index], loop):
+            rest = phase.statements[position + 1 :]
+            head = attrs.evolve(phase, statements=phase.statements[: position + 1])
+            return [
+                head,
+                *_split_after_loop_reductions(kernel, attrs.evolve(phase, statements=rest), target),
+            ]
+    return [phase]
+
+
 def insert_loops(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
     assert kernel.schedule is not None, "tiling runs first"
     phases = []
-    for phase in kernel.schedule.phases:
-        loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
-        if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
-            span = kernel.outputs[0].span
-            raise SpecError(
-                f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles of "
-                f"{list(phase.tile)} even per index of the loop axis; one loop cannot split it",
-                span,
-            )
-        phases.append(attrs.evolve(phase, loop=loop))
+    for whole in kernel.schedule.phases:
+        for phase in _split_after_loop_reductions(kernel, whole, target):
+            loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
+            if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
+                raise SpecError(
+                    f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles "
+                    f"of {list(phase.tile)} even per index of the loop axis; one loop cannot "
+                    "split it",
+                    kernel.outputs[0].span,
+                )
+            phases.append(attrs.evolve(phase, loop=loop))
     return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)))

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +18,7 @@ from ptodsl.diagnostics import Source
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
+from ptodsl.target import PYPTO_0_2_0, Target
 
 
 def cache_dir() -> Path:
@@ -95,6 +97,13 @@ class Compiled:
         return load_module(self.reference_source, f"{self.name}_reference")
 
 
-def compile(text: str, name: str = "<spec>") -> Compiled:  # noqa: A001 - the public verb
-    """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input."""
-    return Compiled(lower(Source(text, name)))
+def compile(  # noqa: A001 - the public verb
+    text: str,
+    name: str = "<spec>",
+    dims: Mapping[str, int] | None = None,
+    target: Target = PYPTO_0_2_0,
+) -> Compiled:
+    """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input.
+    `dims` resizes declared dims, e.g. a scaled-down copy of a large spec for a quick check;
+    `target` describes PyPTO's forms and limits (tests shrink its limits to force loops)."""
+    return Compiled(lower(Source(text, name), dims, target))

@@ -6,6 +6,7 @@ import builtins
 import keyword
 import math
 import re
+from collections.abc import Mapping
 
 from ptodsl import ir
 from ptodsl import syntax as s
@@ -69,8 +70,9 @@ def _dtype(name: str, span: Span) -> ir.DType:
 
 
 class _Checker:
-    def __init__(self, spec: s.Spec):
+    def __init__(self, spec: s.Spec, dim_sizes: Mapping[str, int]):
         self.spec = spec
+        self.dim_sizes = dim_sizes
         self.dims: dict[str, ir.Dim] = {}
         self.params: dict[str, ir.Param] = {}
         self.inputs: dict[str, ir.Input] = {}
@@ -114,9 +116,10 @@ class _Checker:
 
     def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
         self.declare(item.name, item.span)
-        if item.size < 1:
-            raise SpecError(f"dim `{item.name}` must be at least 1, not {item.size}", item.span)
-        self.dims[item.name] = ir.Dim(item.name, item.size, item.span)
+        size = self.dim_sizes.get(item.name, item.size)
+        if size < 1:
+            raise SpecError(f"dim `{item.name}` must be at least 1, not {size}", item.span)
+        self.dims[item.name] = ir.Dim(item.name, size, item.span)
 
     def item_ParamDecl(self, item: s.ParamDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -513,6 +516,16 @@ class _Checker:
         return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
 
 
-def check(spec: s.Spec) -> ir.Kernel:
-    """Resolves names and checks shapes and dtypes; raises `SpecError` on the first problem."""
-    return _Checker(spec).check()
+def check(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:
+    """Resolves names and checks shapes and dtypes; raises `SpecError` on the first problem.
+    `dim_sizes` overrides declared dim sizes (a scaled-down copy of a large spec)."""
+    dim_sizes = dict(dim_sizes or {})
+    declared = {item.name for item in spec.items if isinstance(item, s.DimDecl)}
+    unknown = sorted(set(dim_sizes) - declared)
+    if unknown:
+        raise SpecError(
+            f"no dim named {', '.join(f'`{n}`' for n in unknown)} to resize",
+            spec.name_span,
+            note="declared dims: " + (", ".join(sorted(declared)) or "none"),
+        )
+    return _Checker(spec, dim_sizes).check()

@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_command = commands.add_parser("compile", help="compile a spec to a PyPTO module")
     compile_command.add_argument("spec", type=Path)
+    _add_dim_option(compile_command)
     compile_command.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     compile_command.add_argument(
         "--emit",
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="run the kernel in pypto SIM and compare it with the torch reference"
     )
     check_command.add_argument("spec", type=Path)
+    _add_dim_option(check_command)
     check_command.add_argument(
         "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
     )
@@ -63,6 +65,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _dim_size(text: str) -> tuple[str, int]:
+    name, _, size = text.partition("=")
+    if not name.isidentifier() or not size.isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE, not {text!r}")
+    return name, int(size)
+
+
+def _add_dim_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--dim",
+        type=_dim_size,
+        action="append",
+        default=[],
+        metavar="NAME=SIZE",
+        help="resize a declared dim (repeatable), e.g. a scaled-down copy of a large spec",
+    )
+
+
 def _read_spec(path: Path) -> Source:
     try:
         return Source(path.read_text(encoding="utf-8"), str(path))
@@ -72,8 +92,8 @@ def _read_spec(path: Path) -> Source:
         ) from None
 
 
-def _emit(stage: str, source: Source) -> str:
-    lowered = lower(source)
+def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
+    lowered = lower(source, dim_sizes)
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -88,7 +108,7 @@ def _emit(stage: str, source: Source) -> str:
 
 def _compile(args: argparse.Namespace) -> int:
     source = _read_spec(args.spec)
-    text = _emit(args.emit, source)
+    text = _emit(args.emit, source, dict(args.dim))
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -106,7 +126,7 @@ def _check(args: argparse.Namespace) -> int:
     from ptodsl.checking import format_report, run_check
     from ptodsl.simulator import SimulationError
 
-    compiled = Compiled(lower(_read_spec(args.spec)))
+    compiled = Compiled(lower(_read_spec(args.spec), dict(args.dim)))
     if args.kernel is not None and not args.kernel.is_file():
         raise UserError(f"cannot read {args.kernel}: no such file")
     try:

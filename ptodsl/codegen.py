@@ -8,7 +8,9 @@ from pathlib import Path
 import attrs
 
 from ptodsl import __version__, ir
+from ptodsl.passes.tiling import reduction_aligned
 from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
+from ptodsl.target import PYPTO_0_2_0
 
 PYPTO_SPELLING = {
     "exp": "pypto.exp({0})",
@@ -86,7 +88,7 @@ class _Block:
     reduction over the rows accumulates into its output."""
 
     def __init__(self, kernel: ir.Kernel, phase: ir.Phase, later_reads: set[str], suffix: str,
-                 rows: int | None, offset: str, first_block: bool):  # fmt: skip
+                 rows: int | None, offset: str, block_index: str):  # fmt: skip
         self.kernel = kernel
         self.phase = phase
         self.later_reads = later_reads
@@ -94,7 +96,7 @@ class _Block:
         self.rows = rows
         self.axis = phase.loop.axis if phase.loop else 0
         self.offset = offset
-        self.first_block = first_block
+        self.block_index = block_index  # "i" inside the loop, the tail's index after it
         self.full = {t.name: t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)}
         self.local: dict[str, str] = {}  # let name -> its name inside this block
 
@@ -155,7 +157,25 @@ class _Block:
                 lines += self.store(stmt, value, emitter, indent)
         return lines
 
+    def reduces_loop_axis(self, stmt: ir.Stmt) -> bool:
+        value = stmt.value
+        return (
+            self.rows is not None
+            and isinstance(value, ir.Op)
+            and value.op in ACCUMULATE
+            and value.attr("axis") == self.axis
+        )
+
     def let(self, stmt: ir.Let, value: ir.Expr, emitter: PythonEmitter, indent: str) -> list[str]:
+        if self.reduces_loop_axis(stmt):
+            # One partial result per block, reduced once after the loop (`_phase_lines`);
+            # accumulating into a temporary instead computes zeros on pypto 0.2.0.
+            local = f"{stmt.name}_{self.suffix}"
+            lines = emit_assignment(emitter, local, value, indent)
+            rank = stmt.value.type.rank
+            offsets = [self.block_index if a == self.axis else "0" for a in range(rank)]
+            parts = f"{stmt.name}_parts"
+            return lines + [f"{indent}pypto.assemble({local}, [{', '.join(offsets)}], {parts})"]
         if not (self.spans_rows(stmt.value.type.shape) and stmt.name in self.later_reads):
             self.local[stmt.name] = stmt.name
             return emit_assignment(emitter, stmt.name, value, indent)
@@ -181,7 +201,7 @@ class _Block:
             return lines + [f"{indent}pypto.assemble({part}, {offsets}, {output})"]
         # A reduction over the rows: each block adds its part to the output.
         combined = ACCUMULATE[stmt.value.op].format(output, part)
-        if not self.first_block:
+        if self.block_index != "i":
             return lines + [f"{indent}{output}[:] = {combined}"]
         return lines + [
             f"{indent}if i == 0:",
@@ -209,27 +229,44 @@ def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
     lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tile)}"]
     loop = phase.loop
     if loop is None:
-        return lines + _Block(kernel, phase, later_reads, "", None, "0", True).lines(indent)
+        return lines + _Block(kernel, phase, later_reads, "", None, "0", "0").lines(indent)
+    blocks = loop.count + (1 if loop.tail else 0)
+    partials = []
     for i in phase.statements:
-        stmt = kernel.body[i]
-        if isinstance(stmt, ir.Let) and stmt.name in later_reads:
-            dtype = stmt.value.type.dtype.pypto_name
-            shape = list(stmt.value.type.shape)
-            lines.append(f"{indent}{stmt.name} = pypto.Tensor({shape}, pypto.{dtype})")
-    lines.append(
-        f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{kernel.name}_rows", idx_name="i"):'
-    )
+        stmt, value = kernel.body[i], kernel.body[i].value
+        if not isinstance(stmt, ir.Let):
+            continue
+        dtype = f"pypto.{value.type.dtype.pypto_name}"
+        if isinstance(value, ir.Op) and value.op in ACCUMULATE and value.attr("axis") == loop.axis:
+            shape = [blocks if a == loop.axis else s for a, s in enumerate(value.type.shape)]
+            lines.append(f"{indent}{stmt.name}_parts = pypto.Tensor({shape}, {dtype})")
+            partials.append((stmt, shape))
+        elif stmt.name in later_reads and value.type.shape[loop.axis] != 1:
+            lines.append(f"{indent}{stmt.name} = pypto.Tensor({list(value.type.shape)}, {dtype})")
+    name = f"{kernel.name}_phase{index}"
+    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
     lines.append(f"{indent}    offset = i * {loop.chunk}")
-    chunk = _Block(kernel, phase, later_reads, "chunk", loop.chunk, "offset", True)
+    chunk = _Block(kernel, phase, later_reads, "chunk", loop.chunk, "offset", "i")
     lines += chunk.lines(indent + "    ")
     if loop.tail:
-        lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
+        lines.append(
+            f"{indent}# The last {loop.tail} of axis {loop.axis}: a constant-size tail block."
+        )
         if phase.tail_tile != phase.tile:
             lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}")
         tail_offset = str(loop.count * loop.chunk)
-        lines += _Block(kernel, phase, later_reads, "tail", loop.tail, tail_offset, False).lines(
-            indent
+        tail = _Block(kernel, phase, later_reads, "tail", loop.tail, tail_offset, str(loop.count))
+        lines += tail.lines(indent)
+    for stmt, shape in partials:
+        tile = tuple(shape)
+        if loop.axis == len(shape) - 1:
+            tile = reduction_aligned(tile, stmt.value.type.dtype.itemsize, PYPTO_0_2_0)
+        lines.append(
+            f"{indent}# {stmt.name}: the partial results of the {blocks} blocks, combined."
         )
+        lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(tile)}")
+        combine = PYPTO_SPELLING[stmt.value.op].format(f"{stmt.name}_parts", axis=loop.axis)
+        lines.append(f"{indent}{stmt.name} = {combine}")
     return lines
 
 

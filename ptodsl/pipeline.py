@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -23,6 +24,7 @@ from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.syntax import Spec
+from ptodsl.target import PYPTO_0_2_0, Target
 
 Pass = Callable[[ir.Kernel], ir.Kernel]
 
@@ -61,15 +63,21 @@ class Lowered:
         return dict(self.stages)[pass_name]
 
 
-def lower(source: Source) -> Lowered:
-    """Runs the front end and the passes; every `SpecError` comes out with its source."""
+def lower(
+    source: Source, dim_sizes: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
+) -> Lowered:
+    """Runs the front end and the passes; every `SpecError` comes out with its source.
+    Passes that depend on the target's forms and limits get `target`."""
     try:
         syntax = parse(source.text)
-        checked = check(syntax)
+        checked = check(syntax, dim_sizes)
         stages = []
         kernel = checked
         for name, run in PASSES:
-            kernel = run(kernel)
+            if "target" in inspect.signature(run).parameters:
+                kernel = run(kernel, target=target)
+            else:
+                kernel = run(kernel)
             stages.append((name, kernel))
     except SpecError as error:
         raise error.attach(source) from None
