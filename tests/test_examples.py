@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES
+from conftest import CI_DIMS, EXAMPLES
 
 import ptodsl
 from ptodsl.checking import run_check
@@ -91,7 +91,8 @@ def test_plan_within_pypto_limits(path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=IDS)
 def test_check_passes_in_pypto_sim(path):
-    report = run_check(compile_example(path))
+    dims = CI_DIMS.get(path.stem)
+    report = run_check(ptodsl.compile(path.read_text(encoding="utf-8"), path.name, dims))
     assert report.ok, json.dumps(report.to_json(), indent=2)
     assert report.sim_time_us > 0
     assert report.passes, "pypto reported no pass verification"

@@ -1,0 +1,59 @@
+"""`ptodsl check` of examples at their full shapes, which CI checks scaled down.
+
+    python -m benchmarks.full_shapes [EXAMPLE ...]
+
+Prints one row per example: verdict, max abs error, simulated time, wall time and the
+worker's peak memory. Without arguments it runs every example whose CI check is scaled
+down (see tests/conftest.py: CI_DIMS). Large shapes take minutes and many GB each.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+
+import ptodsl
+from ptodsl.checking import run_check
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import CI_DIMS  # noqa: E402 - the list of scaled-down examples lives with the tests
+
+
+def main(names: list[str]) -> int:
+    names = names or sorted(CI_DIMS)
+    header = ("example", "verdict", "max abs err", "sim us", "wall s", "peak worker GB")
+    rows = [header]
+    failed = 0
+    for name in names:
+        spec = ROOT / "examples" / f"{name}.pto"
+        compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
+        started = time.monotonic()
+        report = run_check(compiled)
+        wall = time.monotonic() - started
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        error = max((o.max_abs_error for o in report.outputs), default=0.0)
+        failed += not report.ok
+        verdict = "PASS" if report.ok else "FAIL"
+        rows.append(
+            (
+                name,
+                verdict,
+                f"{error:.3g}",
+                f"{report.sim_time_us:.2f}",
+                f"{wall:.0f}",
+                f"{peak:.1f}",
+            )
+        )
+        print(" | ".join(rows[-1]), flush=True)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    print()
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
