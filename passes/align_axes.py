@@ -46,6 +46,26 @@ class _Axes:
         return min(a, b)
 
 
+def matmul_operands(kernel: ir.Kernel) -> set[str]:
+    """Inputs read only by matmuls: they keep their declared layout, outside the frame."""
+    operands, elsewhere = set(), set()
+    for stmt in kernel.body:
+        for node in ir.walk(stmt.value):
+            if isinstance(node, ir.Op):
+                names = {o.name for o in node.operands if isinstance(o, ir.Ref)}
+                (operands if node.op == "matmul" else elsewhere).update(names)
+    both = operands & elsewhere
+    if both:
+        name = sorted(both)[0]
+        span = next(t.span for t in kernel.inputs if t.name == name)
+        raise SpecError(
+            f"input `{name}` is both a matmul operand and used elementwise",
+            span,
+            note="a matmul operand keeps its own layout; pass the values twice if needed",
+        )
+    return operands
+
+
 class _Aligner:
     def __init__(self, kernel: ir.Kernel):
         self.kernel = kernel
@@ -53,6 +73,7 @@ class _Aligner:
         self.frames: dict[int, Frame] = {}  # id(node) -> frame
         self.named: dict[str, Frame] = {}
         self.keep: list[ir.Expr] = []  # nodes whose ids key `frames` stay alive
+        self.opaque = matmul_operands(kernel)
 
     def frame(self, node: ir.Expr) -> Frame | None:
         if not isinstance(node.type, ir.TensorType):
@@ -61,6 +82,9 @@ class _Aligner:
             return self.frames[id(node)]
         if isinstance(node, ir.Ref):
             frame = self.named[node.name]
+        elif node.op == "matmul":
+            # The cube reads its operands in their own layout: the result starts new axes.
+            frame = [self.axes.fresh(size) for size in node.type.shape]
         elif node.op in REDUCTIONS:
             operand = self.frame(node.operands[0])
             axes = node.attr("axes")
@@ -91,7 +115,8 @@ class _Aligner:
 
     def collect(self) -> None:
         for tensor in self.kernel.inputs:
-            self.named[tensor.name] = [self.axes.fresh(size) for size in tensor.type.shape]
+            if tensor.name not in self.opaque:
+                self.named[tensor.name] = [self.axes.fresh(size) for size in tensor.type.shape]
         for stmt in self.kernel.body:
             frame = self.frame(stmt.value)
             if isinstance(stmt, ir.Let):
@@ -128,13 +153,16 @@ class _Aligner:
             pending.remove(ready)
         return order
 
+    def framed_inputs(self) -> list[ir.Input]:
+        return [t for t in self.kernel.inputs if t.name not in self.opaque]
+
     def all_frames(self) -> list[Frame]:
-        return [self.named[t.name] for t in self.kernel.inputs] + [
+        return [self.named[t.name] for t in self.framed_inputs()] + [
             self.frames[id(node)] for node in self.keep
         ]
 
     def all_nodes(self) -> list:
-        return list(self.kernel.inputs) + self.keep
+        return self.framed_inputs() + self.keep
 
 
 def align_axes(kernel: ir.Kernel) -> ir.Kernel:
@@ -155,6 +183,8 @@ def align_axes(kernel: ir.Kernel) -> ir.Kernel:
         rebuilt = attrs.evolve(node, type=attrs.evolve(node.type, shape=shape))
         if not isinstance(node, ir.Op):
             return rebuilt
+        if node.op == "matmul":
+            return rebuilt  # operands keep their declared layout
         rebuilt = attrs.evolve(rebuilt, operands=tuple(map(rebuild, node.operands)))
         if node.op in REDUCTIONS:
             operand_frame = aligner.frame(node.operands[0])
@@ -173,7 +203,10 @@ def align_axes(kernel: ir.Kernel) -> ir.Kernel:
         return tuple(factors.get(axis, ()) for axis in order) or ((),)
 
     inputs = tuple(
-        attrs.evolve(t, kernel_dims=kernel_dims(t, aligner.named[t.name])) for t in kernel.inputs
+        attrs.evolve(t, kernel_dims=tuple((d,) for d in t.dims))
+        if t.name in aligner.opaque
+        else attrs.evolve(t, kernel_dims=kernel_dims(t, aligner.named[t.name]))
+        for t in kernel.inputs
     )
     outputs = tuple(
         attrs.evolve(t, kernel_dims=kernel_dims(t, aligner.named[t.name])) for t in kernel.outputs

@@ -2,9 +2,9 @@
 
 PyPTO 0.2.0 lets each op broadcast an operand along at most one axis ("Only allow to expand
 one axis"). After axis merging, `x[B, C, HW] * w[1, C, 1]` stretches `w` along two axes, so
-`w` first goes through `expand(w)` to `[1, C, HW]` (`pypto.expand_clone`), and the multiply
-stretches the rest. The outermost axis is the one left to the op: it is the axis a loop
-splits, and explicit expansions should not depend on the loop's chunk.
+`w` first goes through `expand(w)` to `[B, C, 1]` (`pypto.expand_clone`), and the multiply
+stretches the rest. The longest stretched axis is the one left to the op, so that explicit
+copies stay small (inside a loop, codegen sizes them to the block).
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from ptodsl import ir
 def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
     shape = operand.type.shape
     stretched = [axis for axis, (s, r) in enumerate(zip(shape, result, strict=True)) if s != r]
-    for axis in reversed(stretched[1:]):
+    # The op itself stretches the longest axis; explicit copies take the short ones, so
+    # the intermediates stay small.
+    stretched.sort(key=lambda axis: result[axis])
+    for axis in stretched[:-1]:
         shape = shape[:axis] + (result[axis],) + shape[axis + 1 :]
         target = attrs.evolve(operand.type, shape=shape)
         operand = ir.Op("expand", (operand,), target, operand.span, (("shape", shape),))
@@ -25,7 +28,7 @@ def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
 
 
 def _one_axis_broadcasts(node: ir.Expr) -> ir.Expr:
-    if not isinstance(node, ir.Op) or ir.is_scalar(node) or node.op == "expand":
+    if not isinstance(node, ir.Op) or ir.is_scalar(node) or node.op in ("expand", "matmul"):
         return node
     result = node.type.shape
     operands = tuple(

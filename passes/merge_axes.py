@@ -15,14 +15,20 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
-from ptodsl.passes.align_axes import REDUCTIONS
+from ptodsl.passes.align_axes import REDUCTIONS, matmul_operands
 from ptodsl.target import PYPTO_0_2_0, Target
 
 
-def _tensor_shapes(kernel: ir.Kernel) -> list[tuple[int, ...]]:
-    shapes = [t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)]
+def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]:
+    """The shapes of every tensor in the frame (matmul operands keep layouts of their own)."""
+    framed = [t for t in (*kernel.inputs, *kernel.outputs) if t.name not in opaque]
+    shapes = [t.kernel_shape for t in framed]
     for stmt in kernel.body:
-        shapes += [n.type.shape for n in ir.walk(stmt.value) if isinstance(n.type, ir.TensorType)]
+        for node in ir.walk(stmt.value):
+            if isinstance(node.type, ir.TensorType) and not (
+                isinstance(node, ir.Ref) and node.name in opaque
+            ):
+                shapes.append(node.type.shape)
     return shapes
 
 
@@ -45,7 +51,13 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
 
 
 def merge_axes(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
-    groups = axis_groups(_tensor_shapes(kernel))
+    opaque = matmul_operands(kernel)
+    shapes = _tensor_shapes(kernel, opaque)
+    if opaque:
+        # A matmul result keeps its rows and columns apart: the cube needs them.
+        groups = [[axis] for axis in range(len(shapes[0]))]
+    else:
+        groups = axis_groups(shapes)
     if len(groups) > target.max_rank:
         raise SpecError(
             f"this kernel still has {len(groups)} axes after merging; PyPTO handles "
@@ -59,7 +71,9 @@ def merge_axes(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
         return tuple(math.prod(shape[axis] for axis in group) for group in groups)
 
     def merged(node: ir.Expr) -> ir.Expr:
-        if not isinstance(node.type, ir.TensorType):
+        if not isinstance(node.type, ir.TensorType) or (
+            isinstance(node, ir.Ref) and node.name in opaque
+        ):
             return node
         node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(node.type.shape)))
         if isinstance(node, ir.Op) and node.op in REDUCTIONS:
@@ -75,6 +89,9 @@ def merge_axes(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
             for group in groups
         )
 
-    inputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.inputs)
+    inputs = tuple(
+        t if t.name in opaque else attrs.evolve(t, kernel_dims=merged_dims(t))
+        for t in kernel.inputs
+    )
     outputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.outputs)
     return attrs.evolve(kernel, inputs=inputs, outputs=outputs).map_body(merged)

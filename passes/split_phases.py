@@ -16,7 +16,8 @@ from ptodsl.passes.align_axes import REDUCTIONS
 
 
 def is_reduction(node: ir.Expr) -> bool:
-    return isinstance(node, ir.Op) and node.op in REDUCTIONS
+    """Reductions and matmuls: ops that get a statement, and a phase, of their own."""
+    return isinstance(node, ir.Op) and (node.op in REDUCTIONS or node.op == "matmul")
 
 
 def _outer_reductions(node: ir.Expr) -> list[ir.Op]:
@@ -45,13 +46,15 @@ def split_phases(kernel: ir.Kernel) -> ir.Kernel:
         def bind(node: ir.Expr) -> ir.Expr:
             if not is_reduction(node):
                 return node
-            name = f"_r{sum(1 for s in body if isinstance(s, ir.Let) and s.name.startswith('_r'))}"
+            prefix = "_m" if node.op == "matmul" else "_r"
+            taken = sum(1 for s in body if isinstance(s, ir.Let) and s.name.startswith(prefix))
+            name = f"{prefix}{taken}"
             body.append(ir.Let(name, node, node.span))
             return ir.Ref(name, node.type, node.span)
 
         if is_reduction(value):
-            operand = ir.map_expr(value.operands[0], bind)
-            return attrs.evolve(value, operands=(operand,))
+            operands = tuple(ir.map_expr(operand, bind) for operand in value.operands)
+            return attrs.evolve(value, operands=operands)
         return ir.map_expr(value, bind)
 
     for stmt in kernel.body:

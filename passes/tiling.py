@@ -52,9 +52,16 @@ def choose_tile(
     )
 
 
+def is_matmul(stmt: ir.Stmt) -> bool:
+    return isinstance(stmt.value, ir.Op) and stmt.value.op == "matmul"
+
+
 def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
-    """The shape a statement's ops run over: the broadcast of every tensor in it."""
+    """The shape a statement's ops run over: the broadcast of every tensor in it (for a
+    matmul, its result: the operands keep layouts of their own)."""
     shape = stmt.value.type.shape
+    if is_matmul(stmt):
+        return shape
     for node in ir.walk(stmt.value):
         if isinstance(node.type, ir.TensorType):
             shape = ir.broadcast_shapes(shape, node.type.shape)
@@ -63,7 +70,8 @@ def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
 
 def _joins(stmt: ir.Stmt, shape: tuple[int, ...], phase_shape: tuple[int, ...]) -> bool:
     """Whether a statement can run under the current phase's tile instead of its own."""
-    if shape == phase_shape:
+    if is_matmul(stmt):
+        return False  # a cube phase of its own
         return not _reads_output(stmt)
     if isinstance(stmt.value, ir.Op) and stmt.value.op in REDUCTIONS:
         return False  # a reduction of a smaller tensor gets a tile fitted to it
@@ -96,6 +104,44 @@ def _reduces_last_axis(kernel: ir.Kernel, statements: list[int]) -> bool:
     )
 
 
+CUBE_ALIGN = 16  # cube tiles are multiples of 16 (a fractal block)
+
+
+L0_OPERAND_BYTES = 64 * 1024  # L0A and L0B: m·k and n·k tiles
+L0_RESULT_BYTES = 128 * 1024  # L0C: the fp32 m·n block
+L1_BYTES = 512 * 1024  # pypto checks one operand at a time; both must fit to run fast
+
+
+def _cube_extent(size: int, preferred: int) -> int:
+    return min(preferred, ceil_div(size, CUBE_ALIGN) * CUBE_ALIGN)
+
+
+def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
+    """[m L0, m L1], [k L0, k L1], [n L0, n L1] for `set_cube_tile_shapes`, from the shapes
+    and the buffer sizes (measured on the #1, #17 and #3 shapes: 128 x 256 output blocks with
+    k streamed 64 / 256 beat 128 x 128 blocks by 40%; small products want narrower n blocks
+    for more parallel blocks). Extents are multiples of 16, cut down for small matrices."""
+    a, _ = matmul.operands
+    m, n = matmul.type.shape[-2:]
+    k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
+    itemsize = a.type.dtype.itemsize
+    m_tile = _cube_extent(m, 128)
+    n_tile = _cube_extent(n, 256 if m * n >= 1 << 20 else 64)
+    k_l0 = _cube_extent(k, 64)
+    k_l1 = k_l0  # the longest k stream (a multiple of k L0) whose A and B tiles fit L1
+    for size in (512, 256, 128):
+        candidate = _cube_extent(k, size)
+        if candidate % k_l0 == 0 and (m_tile + n_tile) * candidate * itemsize <= L1_BYTES:
+            k_l1 = candidate
+            break
+    assert (
+        m_tile * k_l0 * itemsize <= L0_OPERAND_BYTES
+        and n_tile * k_l0 * itemsize <= L0_OPERAND_BYTES
+    )
+    assert m_tile * n_tile * 4 <= L0_RESULT_BYTES
+    return ((m_tile, m_tile), (k_l0, k_l1), (n_tile, n_tile))
+
+
 def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
     """Groups consecutive statements into phases and gives each a tile for its shape."""
     groups: list[tuple[tuple[int, ...], list[int], int]] = []
@@ -103,12 +149,17 @@ def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
         if ir.is_scalar(stmt.value):
             continue  # scalar lets are Python in the factory, outside every phase
         shape = iteration_shape(stmt)
-        if groups and _joins(stmt, shape, groups[-1][0]):
+        follows_matmul = groups and is_matmul(kernel.body[groups[-1][1][-1]])
+        if groups and not follows_matmul and _joins(stmt, shape, groups[-1][0]):
             groups[-1][1].append(index)
         else:
             groups.append((shape, [index], stmt.value.type.dtype.itemsize))
     phases = []
     for shape, indexes, itemsize in groups:
+        if is_matmul(kernel.body[indexes[0]]):
+            cube = choose_cube_tile(kernel.body[indexes[0]].value)
+            phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
+            continue
         tile = choose_tile(shape, itemsize, target)
         if _reduces_last_axis(kernel, indexes):
             tile = reduction_aligned(tile, itemsize, target)

@@ -275,8 +275,53 @@ class _Checker:
 
     def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
         raise SpecError(
-            f"`.{node.attr}` is not supported yet", node.span, note="transposes come with matmul"
+            f"`.{node.attr}` only goes on a matmul operand",
+            node.span,
+            note="write `a @ b.T` (PyPTO transposes inside its matmul, not on its own)",
         )
+
+    def matmul_operand(self, node: s.Expr) -> tuple[ir.Expr, bool]:
+        """An input, optionally transposed with `.T`: PyPTO's matmul reads operands in their
+        own layout and transposes on the fly (a_trans / b_trans)."""
+        transposed = isinstance(node, s.Attribute)
+        if transposed and node.attr != "T":
+            raise SpecError(f"unknown attribute `.{node.attr}`; only `.T` exists", node.span)
+        inner = node.value if transposed else node
+        operand = self.expr(inner)
+        if not (isinstance(operand, ir.Ref) and operand.name in self.inputs):
+            raise SpecError(
+                "a matmul operand is an input, optionally transposed (`x.T`)",
+                node.span,
+                note="bind other values to outputs of a kernel of their own",
+            )
+        if operand.type.rank not in (2, 3):
+            raise SpecError(f"matmul takes 2-D or 3-D tensors, not {operand.type}", node.span)
+        if transposed and operand.type.rank != 2:
+            raise SpecError("`.T` transposes 2-D tensors only", node.span)
+        return operand, transposed
+
+    def matmul(self, node: s.Binary) -> ir.Expr:
+        (a, a_trans), (b, b_trans) = map(self.matmul_operand, (node.lhs, node.rhs))
+        a_shape, b_shape = a.type.shape, b.type.shape
+        if a_trans:
+            a_shape = a_shape[::-1]
+        if b_trans:
+            b_shape = b_shape[::-1]
+        if len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]:
+            raise SpecError(f"matmul batch shapes differ: {a.type} and {b.type}", node.span)
+        if a_shape[-1] != b_shape[-2]:
+            raise SpecError(
+                f"matmul contracts {a_shape[-1]} with {b_shape[-2]}: {list(a_shape)} @ "
+                f"{list(b_shape)}",
+                node.span,
+            )
+        if a.type.dtype != b.type.dtype:
+            raise SpecError(
+                f"`matmul` mixes dtypes {a.type.dtype.value} and {b.type.dtype.value}", node.span
+            )
+        result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
+        attributes = (("a_trans", a_trans), ("b_trans", b_trans))
+        return ir.Op("matmul", (a, b), result, node.span, attributes)
 
     def expr_Unary(self, node: s.Unary) -> ir.Expr:  # noqa: N802
         operand = self.expr(node.operand)
@@ -284,7 +329,7 @@ class _Checker:
 
     def expr_Binary(self, node: s.Binary) -> ir.Expr:  # noqa: N802
         if node.op == "matmul":
-            raise SpecError("matmul (`@`) is not supported yet", node.span)
+            return self.matmul(node)
         lhs, rhs = self.expr(node.lhs), self.expr(node.rhs)
         if node.op == "pow":
             return self.power(lhs, rhs, node.span, node.rhs.span)

@@ -14,8 +14,8 @@ from ptodsl import ir
 from ptodsl.api import Compiled
 from ptodsl.simulator import PassResult, SimRun, run_model
 
-# Per output dtype: |kernel - reference| <= atol + rtol * |reference| for EVERY element.
-# Stricter than KernelBench (1e-2 everywhere) and no share of elements may be off.
+# Per output dtype: |kernel - reference| <= atol + rtol * max(|reference|, mean |reference|)
+# for EVERY element. Stricter than KernelBench (1e-2 everywhere); no share may be off.
 TOLERANCES = {
     ir.DType.F32: (1e-5, 1e-4),
     ir.DType.F16: (1e-3, 4e-3),
@@ -127,7 +127,11 @@ def compare(
     error = (actual - expected).abs()
     error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
     relative = error / expected.abs().clamp_min(1e-30)
-    mismatched = int((error > atol + rtol * expected.abs()).sum())
+    # An element near zero that is the sum of many terms (a matmul or reduction output)
+    # carries the rounding of those terms: its relative bound uses the output's typical
+    # (mean) magnitude. Every element is still checked; none may be off.
+    magnitude = expected.abs().clamp_min(float(expected.abs().mean()))
+    mismatched = int((error > atol + rtol * magnitude).sum())
     max_abs = float(error.max()) if error.numel() else 0.0
     max_rel = float(relative.max()) if relative.numel() else 0.0
     return OutputCheck(name, shape, max_abs, max_rel, mismatched, atol, rtol)

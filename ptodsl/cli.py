@@ -18,6 +18,7 @@ from ptodsl.diagnostics import Source, SpecError
 from ptodsl.ir import format_kernel
 from ptodsl.pipeline import PASS_NAMES, lower
 from ptodsl.plan import format_plan
+from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -93,7 +94,9 @@ def _read_spec(path: Path) -> Source:
 
 
 def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
-    lowered = lower(source, dim_sizes)
+    # Early stages print even when a later pass rejects the spec.
+    until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
+    lowered = lower(source, dim_sizes, until=until)
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -102,8 +105,9 @@ def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
         return format_kernel(lowered.after(stage))
     if stage == "plan":
         return format_plan(lowered.kernel)
-    compiled = Compiled(lowered)
-    return compiled.source if stage == "pypto" else compiled.reference_source
+    if stage == "torch":
+        return emit_reference(lowered.checked, source.filename)
+    return Compiled(lowered).source
 
 
 def _compile(args: argparse.Namespace) -> int:

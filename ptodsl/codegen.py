@@ -222,9 +222,53 @@ def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
     }
 
 
+def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> list[str]:
+    """A matmul phase: cube tiles, then one `pypto.matmul`, or one per chunk of M rows
+    assembled into the result (a tail block after the loop when the chunks do not divide)."""
+    (stmt,) = (kernel.body[i] for i in phase.statements)
+    matmul = stmt.value
+    a, b = matmul.operands
+    dtype = f"pypto.{matmul.type.dtype.pypto_name}"
+    flags = f"a_trans={matmul.attr('a_trans')}, b_trans={matmul.attr('b_trans')}"
+    tiles = ", ".join(str(list(pair)) for pair in phase.cube)
+    lines = [f"{indent}pypto.set_cube_tile_shapes({tiles})"]
+    result = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+    loop = phase.loop
+    if loop is None:
+        target = result if isinstance(stmt, ir.Let) else f"{result}[:]"
+        return lines + [f"{indent}{target} = pypto.matmul({a.name}, {b.name}, {dtype}, {flags})"]
+    if isinstance(stmt, ir.Let):
+        lines.append(f"{indent}{result} = pypto.Tensor({list(matmul.type.shape)}, {dtype})")
+    k_size = a.type.shape[0] if matmul.attr("a_trans") else a.type.shape[1]
+
+    def block(suffix: str, rows: int, offset: str, block_indent: str) -> list[str]:
+        # M is axis 0 of A, or axis 1 when A is stored transposed.
+        if matmul.attr("a_trans"):
+            view, at = [k_size, rows], f"[0, {offset}]"
+        else:
+            view, at = [rows, k_size], f"[{offset}, 0]"
+        part = f"{result}_{suffix}"
+        return [
+            f"{block_indent}{a.name}_{suffix} = pypto.view({a.name}, {view}, {at})",
+            f"{block_indent}{part} = pypto.matmul({a.name}_{suffix}, {b.name}, {dtype}, {flags})",
+            f"{block_indent}pypto.assemble({part}, [{offset}, 0], {result})",
+        ]
+
+    name = f"{kernel.name}_phase{index}"
+    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
+    lines.append(f"{indent}    offset = i * {loop.chunk}")
+    lines += block("chunk", loop.chunk, "offset", indent + "    ")
+    if loop.tail:
+        lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
+        lines += block("tail", loop.tail, str(loop.count * loop.chunk), indent)
+    return lines
+
+
 def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
     assert kernel.schedule is not None
     phase = kernel.schedule.phases[index]
+    if phase.cube is not None:
+        return _cube_lines(kernel, phase, index, indent)
     later_reads = _later_reads(kernel, index)
     lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tile)}"]
     loop = phase.loop

@@ -298,9 +298,14 @@ def format_kernel(kernel: Kernel) -> str:
         looped = ""
         if loop:
             looped = f", loop on axis {loop.axis}: {loop.count} x {loop.chunk} + tail {loop.tail}"
+        tile = (
+            f"cube tile {[list(t) for t in phase.cube]}"
+            if phase.cube
+            else f"tile {list(phase.tile)}"
+        )
         lines.append(
             f"  phase {index}: statements {list(phase.statements)} over {list(phase.shape)}, "
-            f"tile {list(phase.tile)}{looped}"
+            f"{tile}{looped}"
         )
     return "\n".join(lines) + "\n"
 
@@ -333,6 +338,7 @@ class Phase:
     shape: tuple[int, ...]
     tile: tuple[int, ...]
     loop: Loop | None = None
+    cube: tuple[tuple[int, int], ...] | None = None  # a matmul phase's cube tiles (m, k, n)
 
     @property
     def block_shape(self) -> tuple[int, ...]:

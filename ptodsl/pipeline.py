@@ -57,28 +57,34 @@ class Lowered:
 
     @property
     def kernel(self) -> ir.Kernel:
-        return self.stages[-1][1]
+        return self.stages[-1][1] if self.stages else self.checked
 
     def after(self, pass_name: str) -> ir.Kernel:
         return dict(self.stages)[pass_name]
 
 
 def lower(
-    source: Source, dim_sizes: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
+    source: Source,
+    dim_sizes: Mapping[str, int] | None = None,
+    target: Target = PYPTO_0_2_0,
+    until: str | None = None,
 ) -> Lowered:
-    """Runs the front end and the passes; every `SpecError` comes out with its source.
-    Passes that depend on the target's forms and limits get `target`."""
+    """Runs the front end and the passes, or stops after the stage named `until` ("check"
+    or a pass name); every `SpecError` comes out with its source. Passes that depend on the
+    target's forms and limits get `target`."""
     try:
         syntax = parse(source.text)
         checked = check(syntax, dim_sizes)
         stages = []
         kernel = checked
-        for name, run in PASSES:
+        for name, run in PASSES if until != "check" else ():
             if "target" in inspect.signature(run).parameters:
                 kernel = run(kernel, target=target)
             else:
                 kernel = run(kernel)
             stages.append((name, kernel))
+            if name == until:
+                break
     except SpecError as error:
         raise error.attach(source) from None
     return Lowered(source, syntax, checked, tuple(stages))

@@ -12,8 +12,21 @@ from ptodsl.target import PYPTO_0_2_0, Target
 
 def _phase(phase: ir.Phase, itemsize: int) -> dict:
     loop = phase.loop
+    if phase.cube is not None:
+        return {
+            "statements": list(phase.statements),
+            "kind": "cube",
+            "shape": list(phase.shape),
+            "cube_tile": {
+                "m": list(phase.cube[0]),
+                "k": list(phase.cube[1]),
+                "n": list(phase.cube[2]),
+            },
+            "loop": None if loop is None else _loop(loop),
+        }
     entry = {
         "statements": list(phase.statements),
+        "kind": "vector",
         "shape": list(phase.shape),
         "tile": list(phase.tile),
         "tile_elements": math.prod(phase.tile),
@@ -22,15 +35,15 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
         "loop": None,
     }
     if loop is not None:
-        entry["loop"] = {
-            "axis": loop.axis,
-            "count": loop.count,
-            "chunk": loop.chunk,
-            "tail": loop.tail,
+        entry["loop"] = _loop(loop) | {
             "tiles_per_iteration": auto_tiles(phase.block_shape, phase.tile),
             "tail_tile": list(phase.tail_tile) if phase.tail_tile else None,
         }
     return entry
+
+
+def _loop(loop: ir.Loop) -> dict:
+    return {"axis": loop.axis, "count": loop.count, "chunk": loop.chunk, "tail": loop.tail}
 
 
 def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:

@@ -81,6 +81,7 @@ _FORM_PRECEDENCE = {
     "1.0 / math.sqrt({0})": _PRODUCT,
     "1.0 / {0}": _PRODUCT,
     "1.0 / (1.0 + math.exp(-{0}))": _PRODUCT,
+    "{0}.T": _ATOM,
 }
 
 SCALAR_SPELLING: Spelling = {

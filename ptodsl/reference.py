@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from ptodsl import __version__, ir
 from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
 
@@ -35,6 +37,8 @@ TORCH_SPELLING = {
     "amax": "torch.amax({0}, dim={axes}, keepdim={keepdim})",
     "amin": "torch.amin({0}, dim={axes}, keepdim={keepdim})",
     "batchmean": "_batchmean({0})",
+    "matmul": "torch.matmul({0}, {1})",
+    "transpose": "{0}.T",
     "softmax": "torch.softmax({0}, dim={axis})",
     "log_softmax": "torch.log_softmax({0}, dim={axis})",
     "logsumexp": "torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
@@ -53,6 +57,24 @@ def _uses_op(kernel: ir.Kernel, name: str) -> bool:
         for stmt in kernel.body
         for node in ir.walk(stmt.value)
     )
+
+
+def _explicit_transposes(node: ir.Expr) -> ir.Expr:
+    """torch spells `a_trans` as `a.T`, an operand of its own."""
+    if not (isinstance(node, ir.Op) and node.op == "matmul"):
+        return node
+    operands = tuple(
+        ir.Op(
+            "transpose",
+            (operand,),
+            attrs.evolve(operand.type, shape=operand.type.shape[::-1]),
+            operand.span,
+        )
+        if node.attr(flag)
+        else operand
+        for operand, flag in zip(node.operands, ("a_trans", "b_trans"), strict=True)
+    )
+    return attrs.evolve(node, operands=operands)
 
 
 def emit_reference(kernel: ir.Kernel, filename: str) -> str:
@@ -89,7 +111,8 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
             lines.append(f"    {tensor.name} = {tensor.name}.reshape{tensor.type.shape}")
     for stmt in kernel.body:
         target = stmt.name if isinstance(stmt, ir.Let) else stmt.output
-        lines += emit_assignment(emitter, target, stmt.value, "    ")
+        value = ir.map_expr(stmt.value, _explicit_transposes)
+        lines += emit_assignment(emitter, target, value, "    ")
     outputs = [
         o.name if o.declared_shape == o.type.shape else f"{o.name}.reshape{o.declared_shape}"
         for o in kernel.outputs

@@ -49,7 +49,7 @@ PYPTO_0_2_0 = Target(
         lt(t,t) lt(t,s) le(t,t) le(t,s) gt(t,t) gt(t,s) ge(t,t) ge(t,s)
         eq(t,t) eq(t,s) ne(t,t) ne(t,s)
         where(t,t,t) where(t,s,t) where(t,t,s) where(t,s,s)
-        sum(t) amax(t) amin(t)
+        sum(t) amax(t) amin(t) matmul(t,t)
         """
     ),
     max_rank=4,
