@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 
 from ptodsl import __version__, ir
-from ptodsl.passes.tiling import reduction_aligned
+from ptodsl.passes.tiling import choose_tile, reduction_aligned
 from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
 from ptodsl.target import PYPTO_0_2_0
 
@@ -233,6 +233,8 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
     tiles = ", ".join(str(list(pair)) for pair in phase.cube)
     lines = [f"{indent}pypto.set_cube_tile_shapes({tiles})"]
     result = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+    if phase.k_loop is not None:
+        return lines + _k_split_lines(kernel, phase, index, indent, f"{dtype}, {flags}")
     loop = phase.loop
     if loop is None:
         target = result if isinstance(stmt, ir.Let) else f"{result}[:]"
@@ -261,6 +263,54 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
     if loop.tail:
         lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
         lines += block("tail", loop.tail, str(loop.count * loop.chunk), indent)
+    return lines
+
+
+def _k_split_lines(
+    kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str, arguments: str
+) -> list[str]:
+    """K chunks of a long contraction; each partial product accumulates into the output."""
+    (stmt,) = (kernel.body[i] for i in phase.statements)
+    a, b = stmt.value.operands
+    out = stmt.output
+    m, n = stmt.value.type.shape
+    loop = phase.k_loop
+    assert loop is not None
+
+    def view(operand: ir.Ref, rows: int, size: int, k_first: bool, offset: str) -> str:
+        """A K-slice of an operand stored as [rows, K], or as [K, rows] when `k_first`."""
+        if k_first:
+            return f"pypto.view({operand.name}, {[size, rows]}, [{offset}, 0])"
+        return f"pypto.view({operand.name}, {[rows, size]}, [0, {offset}])"
+
+    def block(suffix: str, size: int, offset: str, first: bool, block_indent: str) -> list[str]:
+        a_view = view(a, m, size, stmt.value.attr("a_trans"), offset)
+        b_view = view(b, n, size, not stmt.value.attr("b_trans"), offset)
+        part = f"{out}_{suffix}"
+        call = f"pypto.matmul({a.name}_{suffix}, {b.name}_{suffix}, {arguments})"
+        lines = [
+            f"{block_indent}{a.name}_{suffix} = {a_view}",
+            f"{block_indent}{b.name}_{suffix} = {b_view}",
+            f"{block_indent}{part} = {call}",
+        ]
+        if not first:
+            return lines + [f"{block_indent}{out}[:] = {out} + {part}"]
+        return lines + [
+            f"{block_indent}if i == 0:",
+            f"{block_indent}    {out}[:] = {part}",
+            f"{block_indent}else:",
+            f"{block_indent}    {out}[:] = {out} + {part}",
+        ]
+
+    tile = choose_tile((m, n), stmt.value.type.dtype.itemsize)
+    name = f"{kernel.name}_phase{index}"
+    lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(tile)}  # for the accumulation"]
+    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
+    lines.append(f"{indent}    offset = i * {loop.chunk}")
+    lines += block("chunk", loop.chunk, "offset", True, indent + "    ")
+    if loop.tail:
+        lines.append(f"{indent}# The last {loop.tail} of K: a constant-size tail block.")
+        lines += block("tail", loop.tail, str(loop.count * loop.chunk), False, indent)
     return lines
 
 

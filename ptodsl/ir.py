@@ -339,6 +339,7 @@ class Phase:
     tile: tuple[int, ...]
     loop: Loop | None = None
     cube: tuple[tuple[int, int], ...] | None = None  # a matmul phase's cube tiles (m, k, n)
+    k_loop: Loop | None = None  # a matmul contracting more than PyPTO's inner-axis limit
 
     @property
     def block_shape(self) -> tuple[int, ...]:

@@ -23,6 +23,7 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
                 "n": list(phase.cube[2]),
             },
             "loop": None if loop is None else _loop(loop),
+            "k_loop": None if phase.k_loop is None else _loop(phase.k_loop),
         }
     entry = {
         "statements": list(phase.statements),
