@@ -16,6 +16,7 @@ from pathlib import Path
 
 import ptodsl
 from ptodsl.checking import run_check
+from ptodsl.simulator import SimulationError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -31,22 +32,20 @@ def main(names: list[str]) -> int:
         spec = ROOT / "examples" / f"{name}.pto"
         compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
         started = time.monotonic()
-        report = run_check(compiled)
+        try:
+            report = run_check(compiled)
+        except SimulationError as error:
+            failed += 1
+            rows.append((name, "ERROR: " + str(error).splitlines()[0][:90], "", "", "", ""))
+            print(" | ".join(rows[-1]), flush=True)
+            continue
         wall = time.monotonic() - started
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         error = max((o.max_abs_error for o in report.outputs), default=0.0)
         failed += not report.ok
         verdict = "PASS" if report.ok else "FAIL"
-        rows.append(
-            (
-                name,
-                verdict,
-                f"{error:.3g}",
-                f"{report.sim_time_us:.2f}",
-                f"{wall:.0f}",
-                f"{peak:.1f}",
-            )
-        )
+        timing = (f"{report.sim_time_us:.2f}", f"{wall:.0f}", f"{peak:.1f}")
+        rows.append((name, verdict, f"{error:.3g}", *timing))
         print(" | ".join(rows[-1]), flush=True)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print()
