@@ -72,6 +72,7 @@ def _joins(stmt: ir.Stmt, shape: tuple[int, ...], phase_shape: tuple[int, ...]) 
     """Whether a statement can run under the current phase's tile instead of its own."""
     if is_matmul(stmt):
         return False  # a cube phase of its own
+    if shape == phase_shape:
         return not _reads_output(stmt)
     if isinstance(stmt.value, ir.Op) and stmt.value.op in REDUCTIONS:
         return False  # a reduction of a smaller tensor gets a tile fitted to it
@@ -105,8 +106,6 @@ def _reduces_last_axis(kernel: ir.Kernel, statements: list[int]) -> bool:
 
 
 CUBE_ALIGN = 16  # cube tiles are multiples of 16 (a fractal block)
-
-
 L0_OPERAND_BYTES = 64 * 1024  # L0A and L0B: m·k and n·k tiles
 L0_RESULT_BYTES = 128 * 1024  # L0C: the fp32 m·n block
 L1_BYTES = 512 * 1024  # pypto checks one operand at a time; both must fit to run fast

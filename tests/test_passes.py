@@ -253,3 +253,14 @@ def test_tiling_gives_per_sample_and_batch_work_their_own_phases():
         ((128, 1), (128, 1)),
         ((1, 1), (1, 1)),
     ]
+
+
+def test_tiling_keeps_same_shape_statements_in_one_phase():
+    decls = "dims B = 8, D = 64\ninput a: f32[B, D]\ninput b: f32[B, D]\n"
+    kernel = kernel_of(
+        "output y: f32[B]\ny = sqrt(sum(a * a, axis=1)) - sqrt(sum(b * b, axis=1))\n", decls
+    )
+    for run in (fold_constants, legalize, align_axes, cse, split_phases, merge_axes):
+        kernel = run(kernel)
+    phases = tile_phases(chain_reductions(kernel)).schedule.phases
+    assert [p.statements for p in phases] == [(0, 1, 2)]
