@@ -123,6 +123,21 @@ class _Aligner:
                 self.named[stmt.name] = frame or []
             else:
                 self.named[stmt.output] = frame
+        self.unify_named_dims()
+
+    def unify_named_dims(self) -> None:
+        """Inputs that share a dim name at the same place from the right share that axis,
+        even when no op relates them directly (`sum(a, axis=1) - sum(b, axis=1)`);
+        otherwise each would get an iteration axis of its own."""
+        first: dict[tuple[str, int], int] = {}
+        for tensor in self.framed_inputs():
+            frame = self.named[tensor.name]
+            for from_end, (dim, axis) in enumerate(
+                zip(reversed(tensor.dims), reversed(frame), strict=True)
+            ):
+                if isinstance(dim, str):
+                    key = (dim, from_end)
+                    first[key] = self.axes.union(first.get(key, axis), axis)
 
     def order(self) -> list[int]:
         """Iteration axes in an order every tensor's frame respects (inputs first)."""
