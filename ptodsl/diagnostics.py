@@ -28,10 +28,6 @@ class Span:
     def point(cls, line: int, column: int) -> Span:
         return cls(line, column, line, column + 1)
 
-    def to(self, other: Span) -> Span:
-        """The span from the start of this one to the end of `other`."""
-        return Span(self.line, self.column, other.end_line, other.end_column)
-
 
 @attrs.frozen
 class Source:

@@ -240,9 +240,6 @@ class Kernel:
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
 
-    def output(self, name: str) -> Output:
-        return next(o for o in self.outputs if o.name == name)
-
     def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
         """The kernel with `transform` applied to every statement's whole expression."""
         body = tuple(attrs.evolve(stmt, value=transform(stmt.value)) for stmt in self.body)
