@@ -125,7 +125,7 @@ def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
     k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
     itemsize = a.type.dtype.itemsize
     m_tile = _cube_extent(m, 128)
-    n_tile = _cube_extent(n, 256 if m * n >= 1 << 20 else 64)
+    n_tile = _cube_extent(n, 256 if math.prod(matmul.type.shape) >= 1 << 20 else 64)
     k_l0 = _cube_extent(k, 64)
     k_l1 = k_l0  # the longest k stream (a multiple of k L0) whose A and B tiles fit L1
     for size in (512, 256, 128):
