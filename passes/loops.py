@@ -16,6 +16,7 @@ import attrs
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes.align_axes import REDUCTIONS
+from ptodsl.passes.chain_reductions import chain_axes
 from ptodsl.passes.tiling import auto_tiles, ceil_div
 from ptodsl.target import PYPTO_0_2_0, Target
 
@@ -62,8 +63,7 @@ def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
 
 
 def _reduces_loop_axis(stmt: ir.Stmt, loop: ir.Loop) -> bool:
-    value = stmt.value
-    return isinstance(value, ir.Op) and value.op in REDUCTIONS and value.attr("axis") == loop.axis
+    return loop.axis in chain_axes(stmt.value)
 
 
 def _split_after_loop_reductions(

@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from ptodsl import __version__, ir
+from ptodsl.passes.chain_reductions import chain_axes
 from ptodsl.passes.tiling import choose_tile, reduction_aligned
 from ptodsl.pyexpr import SCALAR_SPELLING, PythonEmitter, emit_assignment, uses_math
 from ptodsl.target import PYPTO_0_2_0
@@ -158,13 +159,7 @@ class _Block:
         return lines
 
     def reduces_loop_axis(self, stmt: ir.Stmt) -> bool:
-        value = stmt.value
-        return (
-            self.rows is not None
-            and isinstance(value, ir.Op)
-            and value.op in ACCUMULATE
-            and value.attr("axis") == self.axis
-        )
+        return self.rows is not None and self.axis in chain_axes(stmt.value)
 
     def let(self, stmt: ir.Let, value: ir.Expr, emitter: PythonEmitter, indent: str) -> list[str]:
         if self.reduces_loop_axis(stmt):
@@ -331,7 +326,7 @@ def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
         if not isinstance(stmt, ir.Let):
             continue
         dtype = f"pypto.{value.type.dtype.pypto_name}"
-        if isinstance(value, ir.Op) and value.op in ACCUMULATE and value.attr("axis") == loop.axis:
+        if loop.axis in chain_axes(value):
             shape = [blocks if a == loop.axis else s for a, s in enumerate(value.type.shape)]
             lines.append(f"{indent}{stmt.name}_parts = pypto.Tensor({shape}, {dtype})")
             partials.append((stmt, shape))
