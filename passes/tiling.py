@@ -141,6 +141,25 @@ def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
     return ((m_tile, m_tile), (k_l0, k_l1), (n_tile, n_tile))
 
 
+def _spanning_row_sums(kernel: ir.Kernel, statements: list[int], tile: tuple[int, ...]) -> int:
+    """How many last-axis reductions of the phase span more than one tile of their row."""
+    return sum(
+        1
+        for index in statements
+        for node in ir.walk(kernel.body[index].value)
+        if isinstance(node, ir.Op)
+        and node.op in REDUCTIONS
+        and node.attr("axis") == node.type.rank - 1
+        and node.operands[0].type.shape[-1] > tile[-1]
+    )
+
+
+# Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill UB,
+# and its simulator then fails ("[SIMULATION]: hasCall=0 opSequenceAfterOOO_"; InstanceNorm
+# at [1024, 65536]); half-size tiles pass (InstanceNorm, BatchNorm, GroupNorm at full size).
+SPILL_SAFE_TILE_ELEMENTS = 8192
+
+
 def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
     """Groups consecutive statements into phases and gives each a tile for its shape."""
     groups: list[tuple[tuple[int, ...], list[int], int]] = []
@@ -160,6 +179,9 @@ def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
             phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
             continue
         tile = choose_tile(shape, itemsize, target)
+        if _spanning_row_sums(kernel, indexes, tile) >= 2:
+            spill_safe = attrs.evolve(target, max_tile_elements=SPILL_SAFE_TILE_ELEMENTS)
+            tile = choose_tile(shape, itemsize, spill_safe)
         if _reduces_last_axis(kernel, indexes):
             tile = reduction_aligned(tile, itemsize, target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
