@@ -180,7 +180,8 @@ def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
             continue
         tile = choose_tile(shape, itemsize, target)
         if _spanning_row_sums(kernel, indexes, tile) >= 2:
-            spill_safe = attrs.evolve(target, max_tile_elements=SPILL_SAFE_TILE_ELEMENTS)
+            budget = min(SPILL_SAFE_TILE_ELEMENTS, target.max_tile_elements)
+            spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe)
         if _reduces_last_axis(kernel, indexes):
             tile = reduction_aligned(tile, itemsize, target)
