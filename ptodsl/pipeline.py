@@ -9,7 +9,7 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.checker import check
-from ptodsl.diagnostics import Source, SpecError
+from ptodsl.diagnostics import Source, Span, SpecError
 from ptodsl.parser import parse
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
@@ -87,4 +87,12 @@ def lower(
                 break
     except SpecError as error:
         raise error.attach(source) from None
+    except RecursionError:
+        # The parse tree and the passes recurse over expressions; a spec nested thousands
+        # deep ends here rather than in a traceback.
+        raise SpecError(
+            "expressions are nested too deeply for ptodsl",
+            Span.point(1, 1),
+            note="bind inner parts with `let` to flatten the expression",
+        ).attach(source) from None
     return Lowered(source, syntax, checked, tuple(stages))

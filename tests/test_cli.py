@@ -115,3 +115,16 @@ def test_check_is_not_blind_to_kl_direction(tmp_path):
     result = ptodsl("check", spec, "--kernel", reversed_kernel)
     assert result.returncode == 1, result.stdout
     assert "FAIL" in result.stdout
+
+
+def test_deeply_nested_expression_is_a_clean_error(tmp_path):
+    spec = tmp_path / "deep.pto"
+    depth = 5000
+    spec.write_text(
+        "kernel deep\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\n"
+        f"y = {'abs(' * depth}x{')' * depth}\n"
+    )
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1, result.stderr[-500:]
+    assert "nested too deeply" in result.stderr
+    assert "Traceback" not in result.stderr
