@@ -3,6 +3,7 @@ with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -195,15 +196,39 @@ class _Block:
             offsets = self.offsets(len(self.full[output]))
             return lines + [f"{indent}pypto.assemble({part}, {offsets}, {output})"]
         # A reduction over the rows: each block adds its part to the output.
-        combined = ACCUMULATE[stmt.value.op].format(output, part)
-        if self.block_index != "i":
-            return lines + [f"{indent}{output}[:] = {combined}"]
-        return lines + [
-            f"{indent}if i == 0:",
-            f"{indent}    {output}[:] = {part}",
-            f"{indent}else:",
-            f"{indent}    {output}[:] = {combined}",
-        ]
+        return lines + _accumulate(output, part, stmt.value.op, self.block_index, indent)
+
+
+def _accumulate(output: str, part: str, op: str, block_index: str, indent: str) -> list[str]:
+    """Adds a block's part to an output: the loop's first iteration writes it, the others
+    and the tail combine (accumulating into a temporary instead gives zeros on 0.2.0)."""
+    combined = ACCUMULATE[op].format(output, part)
+    if block_index != "i":
+        return [f"{indent}{output}[:] = {combined}"]
+    return [
+        f"{indent}if i == 0:",
+        f"{indent}    {output}[:] = {part}",
+        f"{indent}else:",
+        f"{indent}    {output}[:] = {combined}",
+    ]
+
+
+Block = Callable[[str, int, str, str, str], list[str]]  # suffix, size, offset, index, indent
+
+
+def _loop(name: str, loop: ir.Loop, indent: str, block: Block, before_tail=()) -> list[str]:
+    """`for i in pypto.loop(...)` over the chunks, then the constant-size tail block."""
+    lines = [
+        f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):',
+        f"{indent}    offset = i * {loop.chunk}",
+        *block("chunk", loop.chunk, "offset", "i", indent + "    "),
+    ]
+    if loop.tail:
+        lines.append(f"{indent}# The last {loop.tail} of the loop axis: a constant-size tail.")
+        lines += before_tail
+        tail_offset = str(loop.count * loop.chunk)
+        lines += block("tail", loop.tail, tail_offset, str(loop.count), indent)
+    return lines
 
 
 def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
@@ -238,7 +263,7 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
         lines.append(f"{indent}{result} = pypto.Tensor({list(matmul.type.shape)}, {dtype})")
     k_size = a.type.shape[0] if matmul.attr("a_trans") else a.type.shape[1]
 
-    def block(suffix: str, rows: int, offset: str, block_indent: str) -> list[str]:
+    def block(suffix: str, rows: int, offset: str, _: str, block_indent: str) -> list[str]:
         # M is axis 0 of A, or axis 1 when A is stored transposed.
         if matmul.attr("a_trans"):
             view, at = [k_size, rows], f"[0, {offset}]"
@@ -251,14 +276,7 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
             f"{block_indent}pypto.assemble({part}, [{offset}, 0], {result})",
         ]
 
-    name = f"{kernel.name}_phase{index}"
-    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
-    lines.append(f"{indent}    offset = i * {loop.chunk}")
-    lines += block("chunk", loop.chunk, "offset", indent + "    ")
-    if loop.tail:
-        lines.append(f"{indent}# The last {loop.tail} rows: a constant-size tail block.")
-        lines += block("tail", loop.tail, str(loop.count * loop.chunk), indent)
-    return lines
+    return lines + _loop(f"{kernel.name}_phase{index}", loop, indent, block)
 
 
 def _k_split_lines(
@@ -278,35 +296,23 @@ def _k_split_lines(
             return f"pypto.view({operand.name}, {[size, rows]}, [{offset}, 0])"
         return f"pypto.view({operand.name}, {[rows, size]}, [0, {offset}])"
 
-    def block(suffix: str, size: int, offset: str, first: bool, block_indent: str) -> list[str]:
+    def block(
+        suffix: str, size: int, offset: str, block_index: str, block_indent: str
+    ) -> list[str]:
         a_view = view(a, m, size, stmt.value.attr("a_trans"), offset)
         b_view = view(b, n, size, not stmt.value.attr("b_trans"), offset)
         part = f"{out}_{suffix}"
         call = f"pypto.matmul({a.name}_{suffix}, {b.name}_{suffix}, {arguments})"
-        lines = [
+        return [
             f"{block_indent}{a.name}_{suffix} = {a_view}",
             f"{block_indent}{b.name}_{suffix} = {b_view}",
             f"{block_indent}{part} = {call}",
-        ]
-        if not first:
-            return lines + [f"{block_indent}{out}[:] = {out} + {part}"]
-        return lines + [
-            f"{block_indent}if i == 0:",
-            f"{block_indent}    {out}[:] = {part}",
-            f"{block_indent}else:",
-            f"{block_indent}    {out}[:] = {out} + {part}",
+            *_accumulate(out, part, "sum", block_index, block_indent),
         ]
 
     tile = choose_tile((m, n), stmt.value.type.dtype.itemsize)
-    name = f"{kernel.name}_phase{index}"
     lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(tile)}  # for the accumulation"]
-    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
-    lines.append(f"{indent}    offset = i * {loop.chunk}")
-    lines += block("chunk", loop.chunk, "offset", True, indent + "    ")
-    if loop.tail:
-        lines.append(f"{indent}# The last {loop.tail} of K: a constant-size tail block.")
-        lines += block("tail", loop.tail, str(loop.count * loop.chunk), False, indent)
-    return lines
+    return lines + _loop(f"{kernel.name}_phase{index}", loop, indent, block)
 
 
 def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
@@ -332,20 +338,18 @@ def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
             partials.append((stmt, shape))
         elif stmt.name in later_reads and value.type.shape[loop.axis] != 1:
             lines.append(f"{indent}{stmt.name} = pypto.Tensor({list(value.type.shape)}, {dtype})")
-    name = f"{kernel.name}_phase{index}"
-    lines.append(f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):')
-    lines.append(f"{indent}    offset = i * {loop.chunk}")
-    chunk = _Block(kernel, phase, later_reads, "chunk", loop.chunk, "offset", "i")
-    lines += chunk.lines(indent + "    ")
-    if loop.tail:
-        lines.append(
-            f"{indent}# The last {loop.tail} of axis {loop.axis}: a constant-size tail block."
+
+    def block(
+        suffix: str, rows: int, offset: str, block_index: str, block_indent: str
+    ) -> list[str]:
+        return _Block(kernel, phase, later_reads, suffix, rows, offset, block_index).lines(
+            block_indent
         )
-        if phase.tail_tile != phase.tile:
-            lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}")
-        tail_offset = str(loop.count * loop.chunk)
-        tail = _Block(kernel, phase, later_reads, "tail", loop.tail, tail_offset, str(loop.count))
-        lines += tail.lines(indent)
+
+    retile = []
+    if phase.tail_tile is not None and phase.tail_tile != phase.tile:
+        retile = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}"]
+    lines += _loop(f"{kernel.name}_phase{index}", loop, indent, block, retile)
     for stmt, shape in partials:
         tile = tuple(shape)
         if loop.axis == len(shape) - 1:
