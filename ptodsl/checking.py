@@ -11,7 +11,7 @@ import attrs
 import torch
 
 from ptodsl import ir
-from ptodsl.api import Compiled
+from ptodsl.api import Compiled, import_file
 from ptodsl.simulator import PassResult, SimRun, run_model
 
 # Per output dtype: |kernel - reference| <= atol + rtol * max(|reference|, mean |reference|)
@@ -137,6 +137,86 @@ def compare(
     return OutputCheck(name, shape, max_abs, max_rel, mismatched, atol, rtol)
 
 
+Case = tuple[list[torch.Tensor], dict[str, float], list[float], tuple[torch.Tensor, ...]]
+
+
+def spec_case(compiled: Compiled, seed: int) -> Case:
+    """Seeded inputs in each input's domain, params at their defaults, and the spec's own
+    torch reference evaluated in float64."""
+    checked = compiled.lowered.checked
+    inputs = [make_input(tensor, index, seed) for index, tensor in enumerate(checked.inputs)]
+    missing = [p.name for p in checked.params if p.default is None]
+    if missing:
+        raise ValueError(f"params without a default value cannot be checked: {', '.join(missing)}")
+    init_kwargs = {p.name: p.default for p in checked.params if not p.forward}
+    forward_scalars = [p.default for p in checked.params if p.forward]
+    with torch.no_grad():
+        expected = compiled.reference.reference(
+            *(t.to(torch.float64) for t in inputs), *forward_scalars, **init_kwargs
+        )
+    return (
+        inputs,
+        init_kwargs,
+        forward_scalars,
+        expected if isinstance(expected, tuple) else (expected,),
+    )
+
+
+def problem_case(compiled: Compiled, problem_path: Path, seed: int) -> Case:
+    """The problem's own inputs and init arguments, checked against the spec's declarations,
+    and its own Model's output (in float64) as the golden."""
+    checked = compiled.lowered.checked
+    try:
+        problem = import_file(problem_path, f"ptodsl_problem_{problem_path.stem}_{seed}")
+        torch.manual_seed(seed)
+        init_values = list(problem.get_init_inputs())
+        given = list(problem.get_inputs())
+    except Exception as error:  # the problem file is the user's code: report, don't crash
+        raise ValueError(f"cannot load {problem_path}: {type(error).__name__}: {error}") from None
+    init_params = [p for p in checked.params if not p.forward]
+    forward_params = [p for p in checked.params if p.forward]
+    if len(init_values) > len(init_params):
+        raise ValueError(
+            f"the problem builds Model with {len(init_values)} arguments; the spec declares "
+            f"{len(init_params)} params ({', '.join(p.name for p in init_params) or 'none'})"
+        )
+    init_kwargs = {p.name: p.default for p in init_params}
+    for param, value in zip(init_params, init_values, strict=False):
+        init_kwargs[param.name] = float(value)
+    tensors = [v for v in given if isinstance(v, torch.Tensor)]
+    scalars = [float(v) for v in given if not isinstance(v, torch.Tensor)]
+    if len(tensors) != len(checked.inputs) or len(scalars) != len(forward_params):
+        raise ValueError(
+            f"the problem's get_inputs() gives {len(tensors)} tensors and {len(scalars)} "
+            f"scalars; the spec takes {len(checked.inputs)} tensor inputs and "
+            f"{len(forward_params)} forward scalars"
+        )
+    for tensor, declared in zip(tensors, checked.inputs, strict=True):
+        torch_dtype = _TORCH_DTYPES[declared.type.dtype]
+        if tuple(tensor.shape) != declared.declared_shape or tensor.dtype != torch_dtype:
+            raise ValueError(
+                f"input `{declared.name}`: the problem gives {tensor.dtype} "
+                f"{list(tensor.shape)}, the spec declares {declared.type.dtype.value} "
+                f"{list(declared.declared_shape)}"
+            )
+    model = problem.Model(*init_values).double()
+    with torch.no_grad():
+        expected = model(*(t.double() for t in tensors), *scalars)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for output, value in zip(checked.outputs, expected, strict=False):
+        if tuple(value.shape) != output.declared_shape:
+            raise ValueError(
+                f"output `{output.name}`: the problem's Model returns {list(value.shape)}, "
+                f"the spec declares {list(output.declared_shape)}"
+            )
+    if len(expected) != len(checked.outputs):
+        raise ValueError(
+            f"the problem's Model returns {len(expected)} outputs, the spec declares "
+            f"{len(checked.outputs)}"
+        )
+    return tensors, init_kwargs, scalars, expected
+
+
 def choose_verify(kernel: ir.Kernel, passes: str) -> str:
     if passes != "auto":
         return passes
@@ -150,22 +230,15 @@ def run_check(
     kernel_path: Path | None = None,
     seed: int = 0,
     passes: str = "auto",
+    against: Path | None = None,
 ) -> CheckReport:
-    """Checks `compiled`'s generated module, or the module at `kernel_path` against the spec."""
+    """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
+    torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
+    file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden."""
+    case = problem_case(compiled, against, seed) if against else spec_case(compiled, seed)
+    inputs, init_kwargs, forward_scalars, expected = case
     checked = compiled.lowered.checked
     lowered = compiled.kernel
-    inputs = [make_input(tensor, index, seed) for index, tensor in enumerate(checked.inputs)]
-    params = {p.name: p.default for p in checked.params}
-    missing = [name for name, value in params.items() if value is None]
-    if missing:
-        raise ValueError(f"params without a default value cannot be checked: {', '.join(missing)}")
-    init_kwargs = {p.name: p.default for p in checked.params if not p.forward}
-    forward_scalars = [p.default for p in checked.params if p.forward]
-    with torch.no_grad():
-        expected = compiled.reference.reference(
-            *(t.to(torch.float64) for t in inputs), *forward_scalars, **init_kwargs
-        )
-    expected = expected if isinstance(expected, tuple) else (expected,)
     goldens = [
         e.reshape(o.kernel_shape).to(_TORCH_DTYPES[o.type.dtype])
         for e, o in zip(expected, lowered.outputs, strict=True)

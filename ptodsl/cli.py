@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     check_command.add_argument(
         "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
     )
+    check_command.add_argument(
+        "--against",
+        type=Path,
+        metavar="PROBLEM.py",
+        help="a KernelBench-format file: its Model on its get_inputs() is the golden",
+    )
     check_command.add_argument("--seed", type=int, default=0)
     check_command.add_argument("--json", action="store_true", help="print the report as JSON")
     check_command.add_argument(
@@ -131,10 +137,17 @@ def _check(args: argparse.Namespace) -> int:
     from ptodsl.simulator import SimulationError
 
     compiled = Compiled(lower(_read_spec(args.spec), dict(args.dim)))
-    if args.kernel is not None and not args.kernel.is_file():
-        raise UserError(f"cannot read {args.kernel}: no such file")
+    for path in (args.kernel, args.against):
+        if path is not None and not path.is_file():
+            raise UserError(f"cannot read {path}: no such file")
     try:
-        report = run_check(compiled, kernel_path=args.kernel, seed=args.seed, passes=args.passes)
+        report = run_check(
+            compiled,
+            kernel_path=args.kernel,
+            seed=args.seed,
+            passes=args.passes,
+            against=args.against,
+        )
     except SimulationError as error:
         print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
         return EXIT_SPEC_ERROR

@@ -128,3 +128,29 @@ def test_deeply_nested_expression_is_a_clean_error(tmp_path):
     assert result.returncode == 1, result.stderr[-500:]
     assert "nested too deeply" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+PROBLEMS = ROOT / "tests" / "problems"
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [("leaky_relu", "leaky_relu"), ("mse_loss", "mse_loss"), ("loss", "kl_div")],
+)
+def test_check_against_a_kernelbench_problem(spec, problem):
+    result = ptodsl(
+        "check", ROOT / "examples" / f"{spec}.pto", "--against", PROBLEMS / f"{problem}.py"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "result: PASS" in result.stdout
+
+
+def test_check_against_rejects_a_spec_that_disagrees_with_the_problem(tmp_path):
+    spec = tmp_path / "relu_wrong.pto"
+    spec.write_text(
+        (ROOT / "examples" / "leaky_relu.pto").read_text().replace("N = 16384", "N = 8192")
+    )
+    result = ptodsl("check", spec, "--against", PROBLEMS / "leaky_relu.py")
+    assert result.returncode == 1
+    assert "input `x`: the problem gives torch.float32 [16, 16384]" in result.stderr
+    assert "Traceback" not in result.stderr
