@@ -95,14 +95,16 @@ def reduction_aligned(tile: tuple[int, ...], itemsize: int, target: Target) -> t
     return (*tile[:-1], ceil_div(tile[-1], align) * align)
 
 
-def _reduces_last_axis(kernel: ir.Kernel, statements: list[int]) -> bool:
-    return any(
-        isinstance(node, ir.Op)
-        and node.op in REDUCTIONS
-        and node.attr("axis") == node.type.rank - 1
+def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
+    """The phase's reductions over the last axis."""
+    return [
+        node
         for index in statements
         for node in ir.walk(kernel.body[index].value)
-    )
+        if isinstance(node, ir.Op)
+        and node.op in REDUCTIONS
+        and node.attr("axis") == node.type.rank - 1
+    ]
 
 
 CUBE_ALIGN = 16  # cube tiles are multiples of 16 (a fractal block)
@@ -141,19 +143,6 @@ def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
     return ((m_tile, m_tile), (k_l0, k_l1), (n_tile, n_tile))
 
 
-def _spanning_row_sums(kernel: ir.Kernel, statements: list[int], tile: tuple[int, ...]) -> int:
-    """How many last-axis reductions of the phase span more than one tile of their row."""
-    return sum(
-        1
-        for index in statements
-        for node in ir.walk(kernel.body[index].value)
-        if isinstance(node, ir.Op)
-        and node.op in REDUCTIONS
-        and node.attr("axis") == node.type.rank - 1
-        and node.operands[0].type.shape[-1] > tile[-1]
-    )
-
-
 # Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill UB,
 # and its simulator then fails ("[SIMULATION]: hasCall=0 opSequenceAfterOOO_"; InstanceNorm
 # at [1024, 65536]); half-size tiles pass (InstanceNorm, BatchNorm, GroupNorm at full size).
@@ -179,11 +168,12 @@ def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
             phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
             continue
         tile = choose_tile(shape, itemsize, target)
-        if _spanning_row_sums(kernel, indexes, tile) >= 2:
+        row_reductions = _row_reductions(kernel, indexes)
+        if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:
             budget = min(SPILL_SAFE_TILE_ELEMENTS, target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe)
-        if _reduces_last_axis(kernel, indexes):
+        if row_reductions:
             tile = reduction_aligned(tile, itemsize, target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
     return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)))

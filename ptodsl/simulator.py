@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 import attrs
 import torch
 
+from ptodsl.api import cache_dir
+
 VERIFY_LEVELS = ("none", "graph", "all")
 DEFAULT_TIMEOUT_S = 600.0
 # The cost model counts cycles of a 1.8 GHz clock; pypto's own summary divides by 1800.
@@ -108,8 +110,7 @@ class MemoryRates:
 
 
 def calculator_cache_root() -> Path:
-    base = os.environ.get("PTODSL_CACHE_DIR") or Path.home() / ".cache" / "ptodsl"
-    return Path(base) / "calculator"
+    return cache_dir() / "calculator"
 
 
 def ensure_calculator() -> Path:
