@@ -16,7 +16,7 @@ import sys
 import traceback
 import uuid
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pypto
@@ -46,11 +46,16 @@ def main(argv: list[str]) -> int:
 
 
 def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]) -> list:
-    module = _import_file(module_path)
+    if request["load"] == "exec":
+        module = _exec_text(module_path)
+    else:
+        module = _import_file(module_path)
     _configure_pypto(request["verify"])
     if payload["goldens"] is not None:
         _set_goldens(request["kernel_inputs"], payload["goldens"])
     model = module.ModelNew(**payload["init_kwargs"])
+    if payload["state"]:
+        model.load_state_dict(payload["state"])
     with torch.no_grad():
         result = model(*payload["inputs"])
     return [t.detach().clone() for t in _as_list(result)]
@@ -66,6 +71,13 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _exec_text(path: Path) -> SimpleNamespace:
+    """What KernelBench's loader does with an answer: exec() its text in a fresh namespace."""
+    context: dict[str, Any] = {}
+    exec(compile(path.read_text(encoding="utf-8"), "<string>", "exec", dont_inherit=True), context)
+    return SimpleNamespace(**context)
 
 
 def _configure_pypto(verify: str) -> None:

@@ -28,6 +28,9 @@ DOMAINS = {
     "sign": "-1 or +1",
     "softmax": "rows of the last axis are probability distributions (positive, sum 1)",
 }
+# `param dim: int = 1`: a construction argument the kernel is fixed for, never a kernel input.
+FIXED_PARAM_TYPE = "int"
+WEIGHT_INITS = ("ones", "zeros")
 # Declared tensors follow PyPTO's rank limit; split entries (`G * CG`) may add logical
 # axes, as long as axis merging brings the kernel back to 4.
 MAX_DECLARED_RANK = 4
@@ -123,8 +126,49 @@ class _Checker:
 
     def item_ParamDecl(self, item: s.ParamDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
-        _dtype(item.dtype, item.dtype_span)
-        self.params[item.name] = ir.Param(item.name, item.default, item.span)
+        if item.type.dtype == FIXED_PARAM_TYPE:
+            value = self.fixed_value(item)
+            self.params[item.name] = ir.Param(item.name, value, item.span, fixed=True)
+            return
+        _dtype(item.type.dtype, item.type.dtype_span)
+        if item.type.dims is not None:
+            raise SpecError(
+                "a float param is a scalar",
+                item.type.span,
+                note="only `int` params take a length: `param shape: int[3] = [C, H, W]`",
+            )
+        default = item.default
+        if default is not None and not isinstance(default, s.Number):
+            raise SpecError("a float param's value is a number", default.span)
+        value = None if default is None else default.value
+        self.params[item.name] = ir.Param(item.name, value, item.span)
+
+    def fixed_value(self, item: s.ParamDecl) -> int | tuple[int, ...]:
+        """An `int` param's value: an integer or a dim; `int[k]`: a list of k of those."""
+        example = f"`param {item.name}: int = 1`"
+        if item.default is None:
+            raise SpecError(
+                f"`int` param `{item.name}` needs the value the kernel is built for",
+                item.span,
+                note=f"for example {example}",
+            )
+        if item.type.dims is None:
+            return self.fixed_int(item.default)
+        if len(item.type.dims) != 1 or len(item.type.dims[0]) != 1:
+            raise SpecError("an `int` param is `int` or `int[k]`", item.type.span)
+        length = self.dim_size(item.type.dims[0][0])
+        if not isinstance(item.default, s.ListExpr) or len(item.default.items) != length:
+            raise SpecError(f"`int[{length}]` takes a list of {length} values", item.default.span)
+        return tuple(self.fixed_int(value) for value in item.default.items)
+
+    def fixed_int(self, node: s.Expr) -> int:
+        if isinstance(node, s.Name):
+            if node.id not in self.dims:
+                raise SpecError(f"unknown dim `{node.id}`", node.span, note=self.dims_note())
+            return self.dims[node.id].size
+        if not (isinstance(node, s.Number) and node.value.is_integer() and "." not in node.text):
+            raise SpecError("an `int` param's value is an integer or a dim", node.span)
+        return int(node.value)
 
     def item_InputDecl(self, item: s.InputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -133,8 +177,15 @@ class _Checker:
             _dtype(item.type.dtype, item.type.dtype_span)
             if item.domain is not None:
                 raise SpecError("a scalar input takes no domain", item.domain_span)
-            self.params[item.name] = ir.Param(item.name, None, item.span, forward=True)
+            value = None if item.value is None else item.value.value
+            self.params[item.name] = ir.Param(item.name, value, item.span, forward=True)
             return
+        if item.value is not None:
+            raise SpecError(
+                "only a scalar input takes a value",
+                item.value.span,
+                note="a tensor input's values come from the caller",
+            )
         domain = item.domain or "real"
         if domain not in DOMAINS:
             known = "; ".join(f"`{name}`: {meaning}" for name, meaning in DOMAINS.items())
@@ -146,6 +197,25 @@ class _Checker:
             self.dim_factors(item.type),
             declared=self.declared_shape(item.type),
             domain=domain,
+        )
+
+    def item_WeightDecl(self, item: s.WeightDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        if item.type.dims is None:
+            raise SpecError(f"weight `{item.name}` needs a shape", item.type.span)
+        if item.init not in WEIGHT_INITS:
+            raise SpecError(
+                f"unknown initial value `{item.init}`",
+                item.init_span,
+                note="a weight starts as " + " or ".join(f"`{i}`" for i in WEIGHT_INITS),
+            )
+        self.inputs[item.name] = ir.Input(
+            item.name,
+            self.tensor_type(item.type),
+            item.span,
+            self.dim_factors(item.type),
+            declared=self.declared_shape(item.type),
+            init=item.init,
         )
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
@@ -254,7 +324,12 @@ class _Checker:
         if name in self.inputs:
             return ir.Ref(name, self.inputs[name].type, node.span)
         if name in self.params:
-            return ir.Ref(name, ir.SCALAR, node.span)
+            param = self.params[name]
+            if not param.fixed:
+                return ir.Ref(name, ir.SCALAR, node.span)
+            if isinstance(param.default, tuple):
+                raise SpecError(f"`{name}` is a list of ints, not a number", node.span)
+            return ir.Const(float(param.default), node.span)
         if name in self.lets:
             return ir.Ref(name, self.lets[name], node.span)
         if name in self.dims:
@@ -392,11 +467,7 @@ class _Checker:
         axes = []
         for item in items:
             value = item.operand if isinstance(item, s.Unary) else item
-            if not (
-                isinstance(value, s.Number) and value.value.is_integer() and "." not in value.text
-            ):
-                raise SpecError("an axis is an integer literal", item.span)
-            axis = int(value.value) * (-1 if isinstance(item, s.Unary) else 1)
+            axis = self.axis_value(value) * (-1 if isinstance(item, s.Unary) else 1)
             if not -rank <= axis < rank:
                 raise SpecError(f"axis {axis} is out of range for a rank-{rank} tensor", item.span)
             if axis % rank in axes:
@@ -405,6 +476,16 @@ class _Checker:
         if not axes:
             raise SpecError(f"`{func}` needs at least one axis", argument.span)
         return tuple(sorted(axes))
+
+    def axis_value(self, node: s.Expr) -> int:
+        """An integer literal, or an `int` param (KernelBench's `dim` construction argument)."""
+        if isinstance(node, s.Name) and node.id in self.params:
+            param = self.params[node.id]
+            if param.fixed and isinstance(param.default, int):
+                return param.default
+        if isinstance(node, s.Number) and node.value.is_integer() and "." not in node.text:
+            return int(node.value)
+        raise SpecError("an axis is an integer literal or an `int` param", node.span)
 
     def keepdim(self, argument: s.Keyword | None) -> bool:
         if argument is None:

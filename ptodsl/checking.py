@@ -137,84 +137,149 @@ def compare(
     return OutputCheck(name, shape, max_abs, max_rel, mismatched, atol, rtol)
 
 
-Case = tuple[list[torch.Tensor], dict[str, float], list[float], tuple[torch.Tensor, ...]]
+@attrs.frozen
+class Case:
+    """What one check runs: every kernel input (weights included, in declaration order), the
+    `ModelNew` arguments, `forward`'s scalars, and the expected outputs."""
+
+    inputs: list[torch.Tensor]
+    init_kwargs: dict[str, ir.ParamValue]
+    forward_scalars: list[float]
+    expected: tuple[torch.Tensor, ...]
 
 
 def spec_case(compiled: Compiled, seed: int) -> Case:
-    """Seeded inputs in each input's domain, params at their defaults, and the spec's own
-    torch reference evaluated in float64."""
+    """Seeded inputs and weights in each one's domain, params at their values, and the spec's
+    own torch reference evaluated in float64."""
     checked = compiled.lowered.checked
     inputs = [make_input(tensor, index, seed) for index, tensor in enumerate(checked.inputs)]
     missing = [p.name for p in checked.params if p.default is None]
     if missing:
-        raise ValueError(f"params without a default value cannot be checked: {', '.join(missing)}")
-    init_kwargs = {p.name: p.default for p in checked.params if not p.forward}
-    forward_scalars = [p.default for p in checked.params if p.forward]
+        raise ValueError(f"params without a value cannot be checked: {', '.join(missing)}")
+    init_kwargs = {p.name: p.default for p in checked.init_params}
+    forward_scalars = [p.default for p in checked.forward_params]
+    expected = evaluate_reference(compiled, inputs, init_kwargs, forward_scalars)
+    return Case(inputs, init_kwargs, forward_scalars, expected)
+
+
+def evaluate_reference(
+    compiled: Compiled,
+    inputs: list[torch.Tensor],
+    init_kwargs: dict[str, ir.ParamValue],
+    forward_scalars: list[float],
+) -> tuple[torch.Tensor, ...]:
+    """The spec's torch reference in float64 (fixed params are constants inside it)."""
+    fixed = {p.name for p in compiled.lowered.checked.params if p.fixed}
+    kwargs = {name: value for name, value in init_kwargs.items() if name not in fixed}
     with torch.no_grad():
         expected = compiled.reference.reference(
-            *(t.to(torch.float64) for t in inputs), *forward_scalars, **init_kwargs
+            *(t.to(torch.float64) for t in inputs), *forward_scalars, **kwargs
         )
-    return (
-        inputs,
-        init_kwargs,
-        forward_scalars,
-        expected if isinstance(expected, tuple) else (expected,),
-    )
+    return expected if isinstance(expected, tuple) else (expected,)
 
 
 def problem_case(compiled: Compiled, problem_path: Path, seed: int) -> Case:
     """The problem's own inputs and init arguments, checked against the spec's declarations,
-    and its own Model's output (in float64) as the golden."""
+    and its own Model's output (in float64) as the golden. The Model's parameters, matched
+    to the spec's weights in order, get seeded random values in both models, so that a
+    kernel ignoring a weight cannot pass on ones and zeros."""
     checked = compiled.lowered.checked
     try:
         problem = import_file(problem_path, f"ptodsl_problem_{problem_path.stem}_{seed}")
         torch.manual_seed(seed)
         init_values = list(problem.get_init_inputs())
         given = list(problem.get_inputs())
+        model = problem.Model(*init_values)
     except Exception as error:  # the problem file is the user's code: report, don't crash
         raise ValueError(f"cannot load {problem_path}: {type(error).__name__}: {error}") from None
-    init_params = [p for p in checked.params if not p.forward]
-    forward_params = [p for p in checked.params if p.forward]
-    if len(init_values) > len(init_params):
-        raise ValueError(
-            f"the problem builds Model with {len(init_values)} arguments; the spec declares "
-            f"{len(init_params)} params ({', '.join(p.name for p in init_params) or 'none'})"
-        )
-    init_kwargs = {p.name: p.default for p in init_params}
-    for param, value in zip(init_params, init_values, strict=False):
-        init_kwargs[param.name] = float(value)
+    init_kwargs = _init_arguments(checked, init_values)
     tensors = [v for v in given if isinstance(v, torch.Tensor)]
     scalars = [float(v) for v in given if not isinstance(v, torch.Tensor)]
-    if len(tensors) != len(checked.inputs) or len(scalars) != len(forward_params):
+    arguments = checked.tensor_arguments
+    if len(tensors) != len(arguments) or len(scalars) != len(checked.forward_params):
         raise ValueError(
             f"the problem's get_inputs() gives {len(tensors)} tensors and {len(scalars)} "
-            f"scalars; the spec takes {len(checked.inputs)} tensor inputs and "
-            f"{len(forward_params)} forward scalars"
+            f"scalars; the spec takes {len(arguments)} tensor inputs and "
+            f"{len(checked.forward_params)} forward scalars"
         )
-    for tensor, declared in zip(tensors, checked.inputs, strict=True):
-        torch_dtype = _TORCH_DTYPES[declared.type.dtype]
-        if tuple(tensor.shape) != declared.declared_shape or tensor.dtype != torch_dtype:
-            raise ValueError(
-                f"input `{declared.name}`: the problem gives {tensor.dtype} "
-                f"{list(tensor.shape)}, the spec declares {declared.type.dtype.value} "
-                f"{list(declared.declared_shape)}"
-            )
-    model = problem.Model(*init_values).double()
+    for tensor, declared in zip(tensors, arguments, strict=True):
+        _expect_tensor(f"input `{declared.name}`", tensor, declared, "the problem gives")
+    weights = _randomized_weights(checked, model, seed)
+    by_name = dict(zip((t.name for t in arguments), tensors, strict=True))
+    inputs = [by_name[t.name] if t.init is None else weights[t.name] for t in checked.inputs]
+    model = model.double()
     with torch.no_grad():
-        expected = model(*(t.double() for t in tensors), *scalars)
+        expected = model(*(v.double() if isinstance(v, torch.Tensor) else v for v in given))
     expected = expected if isinstance(expected, tuple) else (expected,)
-    for output, value in zip(checked.outputs, expected, strict=False):
-        if tuple(value.shape) != output.declared_shape:
-            raise ValueError(
-                f"output `{output.name}`: the problem's Model returns {list(value.shape)}, "
-                f"the spec declares {list(output.declared_shape)}"
-            )
     if len(expected) != len(checked.outputs):
         raise ValueError(
             f"the problem's Model returns {len(expected)} outputs, the spec declares "
             f"{len(checked.outputs)}"
         )
-    return tensors, init_kwargs, scalars, expected
+    for output, value in zip(checked.outputs, expected, strict=True):
+        if tuple(value.shape) != output.declared_shape:
+            raise ValueError(
+                f"output `{output.name}`: the problem's Model returns {list(value.shape)}, "
+                f"the spec declares {list(output.declared_shape)}"
+            )
+    return Case(inputs, init_kwargs, scalars, expected)
+
+
+def _init_arguments(checked: ir.Kernel, init_values: list) -> dict[str, ir.ParamValue]:
+    """The spec's init params given the problem's `get_init_inputs()`, in order; a fixed
+    param must equal the value its kernel is built for."""
+    params = checked.init_params
+    if len(init_values) > len(params):
+        raise ValueError(
+            f"the problem builds Model with {len(init_values)} arguments; the spec declares "
+            f"{len(params)} params ({', '.join(p.name for p in params) or 'none'})"
+        )
+    init_kwargs = {p.name: p.default for p in params}
+    for param, value in zip(params, init_values, strict=False):
+        if not param.fixed:
+            init_kwargs[param.name] = float(value)
+            continue
+        given = tuple(value) if isinstance(value, list | tuple) else value
+        if given != param.default:
+            raise ValueError(
+                f"param `{param.name}`: the problem builds Model with {given!r}, the spec's "
+                f"kernel is built for {param.default!r}"
+            )
+    return init_kwargs
+
+
+def _expect_tensor(what: str, tensor: torch.Tensor, declared: ir.Input, source: str) -> None:
+    torch_dtype = _TORCH_DTYPES[declared.type.dtype]
+    if tuple(tensor.shape) != declared.declared_shape or tensor.dtype != torch_dtype:
+        raise ValueError(
+            f"{what}: {source} {tensor.dtype} {list(tensor.shape)}, the spec declares "
+            f"{declared.type.dtype.value} {list(declared.declared_shape)}"
+        )
+
+
+def _randomized_weights(checked: ir.Kernel, model: torch.nn.Module, seed: int) -> dict:
+    parameters = list(model.parameters())
+    weights = checked.weights
+    if len(parameters) != len(weights):
+        shapes = ", ".join(str(list(p.shape)) for p in parameters) or "none"
+        raise ValueError(
+            f"the problem's Model has {len(parameters)} parameters ({shapes}); the spec "
+            f"declares {len(weights)} weights ({', '.join(w.name for w in weights) or 'none'})"
+        )
+    values = {}
+    for parameter, weight in zip(parameters, weights, strict=True):
+        _expect_tensor(f"weight `{weight.name}`", parameter.detach(), weight, "the problem has")
+        initial = getattr(torch, weight.init)(parameter.shape, dtype=parameter.dtype)
+        if not torch.equal(parameter.detach(), initial):
+            raise ValueError(
+                f"weight `{weight.name}`: the problem's Model does not start it as "
+                f"`{weight.init}`, so ModelNew would start from different values"
+            )
+        index = checked.inputs.index(weight)
+        values[weight.name] = make_input(weight, index, seed)
+        with torch.no_grad():
+            parameter.copy_(values[weight.name])
+    return values
 
 
 def choose_verify(kernel: ir.Kernel, passes: str) -> str:
@@ -236,8 +301,10 @@ def run_check(
     torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
     file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden."""
     case = problem_case(compiled, against, seed) if against else spec_case(compiled, seed)
-    inputs, init_kwargs, forward_scalars, expected = case
+    expected = case.expected
     checked = compiled.lowered.checked
+    arguments = [t for t, d in zip(case.inputs, checked.inputs, strict=True) if d.init is None]
+    state = {d.name: t for t, d in zip(case.inputs, checked.inputs, strict=True) if d.init}
     lowered = compiled.kernel
     goldens = [
         e.reshape(o.kernel_shape).to(_TORCH_DTYPES[o.type.dtype])
@@ -250,11 +317,12 @@ def run_check(
             kernel_path.write_text(compiled.source, encoding="utf-8")
         run: SimRun = run_model(
             kernel_path,
-            init_kwargs,
-            [*inputs, *forward_scalars],
+            case.init_kwargs,
+            [*arguments, *case.forward_scalars],
             goldens=goldens,
-            kernel_inputs=len(inputs),
+            kernel_inputs=len(case.inputs),
             verify=verify,
+            state=state,
         )
     outputs = tuple(
         compare(o.name, actual, e, o.type.dtype)

@@ -1,4 +1,4 @@
-"""The `ptodsl` command: compile and check specs.
+"""The `ptodsl` command: compile and check specs, and check KernelBench coverage.
 
 Exit status: 0 success, 1 a spec error or a failed check, 2 a usage error, 3 an internal
 error (a bug in ptodsl; `--debug` shows the traceback).
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ptodsl import __version__
 from ptodsl.api import Compiled, write_atomically
+from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.ir import format_kernel
 from ptodsl.pipeline import PASS_NAMES, lower
@@ -22,7 +23,7 @@ from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "torch")
+STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
 
 
 class UserError(Exception):
@@ -69,6 +70,23 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="pypto verification: per-pass (all), graph only, or by size (auto)",
     )
+
+    coverage_command = commands.add_parser(
+        "coverage",
+        help="check every KernelBench spec against its problem file and print a table",
+    )
+    coverage_command.add_argument(
+        "problems", type=Path, help="a folder of KernelBench-format problem files"
+    )
+    coverage_command.add_argument(
+        "--specs",
+        type=Path,
+        default=Path("examples/kernelbench"),
+        help="the folder of specs, paired with problems by number (default: %(default)s)",
+    )
+    coverage_command.add_argument(
+        "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
+    )
     return parser
 
 
@@ -113,6 +131,8 @@ def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
         return format_plan(lowered.kernel)
     if stage == "torch":
         return emit_reference(lowered.checked, source.filename)
+    if stage == "kernelbench":
+        return emit_kernelbench(lowered.kernel, source.filename)
     return Compiled(lowered).source
 
 
@@ -160,10 +180,28 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR
 
 
+def _coverage(args: argparse.Namespace) -> int:
+    from ptodsl.coverage import format_table, run_coverage
+
+    for folder in (args.problems, args.specs):
+        if not folder.is_dir():
+            raise UserError(f"{folder} is not a folder")
+
+    def progress(row) -> None:
+        print(" | ".join(row.cells()), file=sys.stderr, flush=True)
+
+    rows = run_coverage(args.problems, args.specs, args.only, progress)
+    if not rows:
+        raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
+    sys.stdout.write(format_table(rows))
+    return EXIT_OK if all(row.verdict == "PASS" for row in rows) else EXIT_SPEC_ERROR
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"compile": _compile, "check": _check}[args.command](args)
+        commands = {"compile": _compile, "check": _check, "coverage": _coverage}
+        return commands[args.command](args)
     except SpecError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_SPEC_ERROR

@@ -71,7 +71,7 @@ def factory_name(kernel: ir.Kernel) -> str:
 
 
 def factory_arguments(kernel: ir.Kernel) -> list[str]:
-    return [d.name for d in kernel.dims] + [p.name for p in kernel.params]
+    return [d.name for d in kernel.dims] + [p.name for p in kernel.kernel_params]
 
 
 ACCUMULATE = {
@@ -398,17 +398,38 @@ def _factory(kernel: ir.Kernel) -> list[str]:
     return lines
 
 
+def _init_argument(param: ir.Param) -> str:
+    annotation = "tuple" if isinstance(param.default, tuple) else "int" if param.fixed else "float"
+    if param.default is None:
+        return f"{param.name}: {annotation}"
+    return f"{param.name}: {annotation} = {ir.format_value(param.default)}"
+
+
+def _init_lines(kernel: ir.Kernel) -> list[str]:
+    lines = []
+    for param in kernel.init_params:
+        if not param.fixed:
+            lines.append(f"        self.{param.name} = float({param.name})")
+            continue
+        value = ir.format_value(param.default)
+        given = f"tuple({param.name})" if isinstance(param.default, tuple) else param.name
+        lines.append(
+            f'        assert {given} == {value}, f"{param.name}: this kernel is built for '
+            f'{value}, not {{{param.name}}}"'
+        )
+    for weight in kernel.weights:
+        shape, dtype = _tuple_text(weight.declared_shape), weight.type.dtype.torch_name
+        lines.append(
+            f"        self.{weight.name} = torch.nn.Parameter("
+            f"torch.{weight.init}({shape}, dtype=torch.{dtype}))"
+        )
+    return lines
+
+
 def _model(kernel: ir.Kernel) -> list[str]:
-    init_params = [p for p in kernel.params if not p.forward]
-    forward_params = [p for p in kernel.params if p.forward]
-
-    def with_default(param: ir.Param) -> str:
-        if param.default is None:
-            return f"{param.name}: float"
-        return f"{param.name}: float = {ir.format_number(param.default)}"
-
-    init_signature = ", ".join(["self", *map(with_default, init_params)])
-    forward_names = [t.name for t in kernel.inputs] + [p.name for p in forward_params]
+    init_signature = ", ".join(["self", *map(_init_argument, kernel.init_params)])
+    arguments = kernel.tensor_arguments
+    forward_names = [t.name for t in arguments] + [p.name for p in kernel.forward_params]
     returns = ", ".join(o.name for o in kernel.outputs)
     lines = [
         "class ModelNew(torch.nn.Module):",
@@ -417,21 +438,26 @@ def _model(kernel: ir.Kernel) -> list[str]:
         "",
         f"    def __init__({init_signature}):",
         "        super().__init__()",
+        *_init_lines(kernel),
+        "",
+        f"    def forward(self, {', '.join(forward_names)}):",
     ]
-    lines += [f"        self.{p.name} = float({p.name})" for p in init_params]
-    lines += ["", f"    def forward(self, {', '.join(forward_names)}):"]
-    for tensor in kernel.inputs:
+    for tensor in arguments:
         shape = _tuple_text(tensor.declared_shape)
         dtype = f"torch.{tensor.type.dtype.torch_name}"
         lines.append(f'        _expect("{tensor.name}", {tensor.name}, {shape}, {dtype})')
-    arguments = [str(d.size) for d in kernel.dims]
-    arguments += [f"self.{p.name}" if not p.forward else f"float({p.name})" for p in kernel.params]
-    lines.append(f"        kernel = {factory_name(kernel)}({', '.join(arguments)})")
-    device = kernel.inputs[0].name + ".device" if kernel.inputs else '"cpu"'
+    factory_args = [str(d.size) for d in kernel.dims]
+    factory_args += [
+        f"float({p.name})" if p.forward else f"self.{p.name}" for p in kernel.kernel_params
+    ]
+    lines.append(f"        kernel = {factory_name(kernel)}({', '.join(factory_args)})")
+    device = arguments[0].name + ".device" if arguments else '"cpu"'
     call = []
     for tensor in kernel.inputs:
+        # Weights are nn.Parameters: the kernel reads their values, never their gradients.
+        value = tensor.name if tensor.init is None else f"self.{tensor.name}.detach()"
         name, shape = f"{tensor.name}_kernel", _arguments_text(tensor.kernel_shape)
-        lines.append(f"        {name} = {tensor.name}.contiguous().reshape{shape}")
+        lines.append(f"        {name} = {value}.contiguous().reshape{shape}")
         call.append(name)
     for tensor in kernel.outputs:
         lines.append(
@@ -464,3 +490,41 @@ def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
     for part in parts:
         lines += ["", "", *part]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_KERNELBENCH_LOADER = '''
+def _load_kernel_module():
+    """Runs the module above under its own file name, registered with linecache: PyPTO reads
+    kernel source with `inspect`, which fails for code a harness exec()s from a string.
+    dont_inherit: a harness's `from __future__ import annotations` would turn the kernel's
+    tensor annotations into strings, which PyPTO does not read."""
+    filename = f"<ptodsl {KERNEL_NAME}>"
+    linecache.cache[filename] = (len(_MODULE), None, _MODULE.splitlines(True), filename)
+    namespace = {"__name__": f"ptodsl_{KERNEL_NAME}"}
+    exec(compile(_MODULE, filename, "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+_kernel_module = _load_kernel_module()
+ModelNew = _kernel_module["ModelNew"]
+'''
+
+
+def emit_kernelbench(kernel: ir.Kernel, filename: str) -> str:
+    """A KernelBench / AKG answer file: the PyPTO module, embedded so that it also works when
+    a harness exec()s the answer's text instead of importing a file."""
+    module = emit_pypto(kernel, filename)
+    if "'''" in module or "\\" in module:
+        raise ValueError("the generated module cannot be embedded in a raw ''' string")
+    header = [
+        f'"""KernelBench answer for `{kernel.name}`, generated by ptodsl {__version__} from',
+        f"{Path(filename).name}: `ModelNew` takes the problem's constructor and forward",
+        "arguments. Set AIKG_PYPTO_RUN_MODE=1 for pypto's simulator, 0 for an NPU.",
+        '"""',
+        "",
+        "import linecache",
+        "",
+        f'KERNEL_NAME = "{kernel.name}"',
+        "_MODULE = r'''" + module + "'''",
+    ]
+    return "\n".join(header) + "\n" + _KERNELBENCH_LOADER

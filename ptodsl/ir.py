@@ -154,15 +154,21 @@ class Dim:
     span: Span
 
 
+ParamValue = float | int | tuple[int, ...]
+
+
 @attrs.frozen
 class Param:
     """A scalar fixed when the kernel is built: a `ModelNew.__init__` argument by default,
-    or a `forward` argument when `forward` is set (the kernel is then built per value)."""
+    or a `forward` argument when `forward` is set (the kernel is then built per value).
+    A `fixed` param (an int or a tuple of ints) never reaches the kernel: `ModelNew` takes it
+    to mirror the problem's constructor and asserts it equals the value the kernel is for."""
 
     name: str
-    default: float | None
+    default: ParamValue | None
     span: Span
     forward: bool = False
+    fixed: bool = False
 
 
 DimFactor = str | int  # a dim's name, or a literal size written in the spec
@@ -198,6 +204,9 @@ class Tensor:
 @attrs.frozen
 class Input(Tensor):
     domain: str = attrs.field(default="real", kw_only=True)
+    # A weight is module state (an nn.Parameter starting as "ones" or "zeros"), not a
+    # `forward` argument; the kernel still takes it as an input.
+    init: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -240,6 +249,29 @@ class Kernel:
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
 
+    @property
+    def init_params(self) -> tuple[Param, ...]:
+        """`ModelNew.__init__`'s arguments, in declaration order."""
+        return tuple(p for p in self.params if not p.forward)
+
+    @property
+    def forward_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.forward)
+
+    @property
+    def kernel_params(self) -> tuple[Param, ...]:
+        """The params the kernel factory is built for (fixed ones are only asserted)."""
+        return tuple(p for p in self.params if not p.fixed)
+
+    @property
+    def tensor_arguments(self) -> tuple[Input, ...]:
+        """The inputs `forward` takes as tensors: all but the weights."""
+        return tuple(t for t in self.inputs if t.init is None)
+
+    @property
+    def weights(self) -> tuple[Input, ...]:
+        return tuple(t for t in self.inputs if t.init is not None)
+
     def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
         """The kernel with `transform` applied to every statement's whole expression."""
         body = tuple(attrs.evolve(stmt, value=transform(stmt.value)) for stmt in self.body)
@@ -261,6 +293,13 @@ def format_number(value: float) -> str:
     return text
 
 
+def format_value(value: ParamValue) -> str:
+    """A param's value as a Python literal: ints and tuples as written, floats round-tripped."""
+    if isinstance(value, float):
+        return format_number(value)
+    return repr(value)
+
+
 def format_expr(expr: Expr) -> str:
     if isinstance(expr, Const):
         return format_number(expr.value)
@@ -276,12 +315,13 @@ def format_kernel(kernel: Kernel) -> str:
     if kernel.dims:
         lines.append("  dims " + ", ".join(f"{d.name} = {d.size}" for d in kernel.dims))
     for param in kernel.params:
-        default = "" if param.default is None else f" = {format_number(param.default)}"
-        kind = "forward param" if param.forward else "param"
+        default = "" if param.default is None else f" = {format_value(param.default)}"
+        kind = "fixed param" if param.fixed else "forward param" if param.forward else "param"
         lines.append(f"  {kind} {param.name}{default}")
     for tensor in kernel.inputs:
         domain = "" if tensor.domain == "real" else f" in {tensor.domain}"
-        lines.append(f"  input {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
+        kind = "input" if tensor.init is None else f"weight ({tensor.init})"
+        lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
     for tensor in kernel.outputs:
         lines.append(f"  output {tensor.name}: {tensor.type}{_as_kernel(tensor)}")
     for stmt in kernel.body:

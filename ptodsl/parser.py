@@ -89,9 +89,14 @@ class _ToSyntax(Transformer):
         return s.DimDecl(str(name), int(size), _span(name))
 
     def param_decl(self, meta, children):
-        name, dtype, default = children
-        value = None if default is None else default.value
-        return s.ParamDecl(str(name), str(dtype), _span(dtype), value, _span(name))
+        name, param_type, default = children
+        return s.ParamDecl(str(name), param_type, default, _span(name))
+
+    def param_dim(self, meta, children):
+        return s.Name(str(children[0]), _span(children[0]))
+
+    def param_list(self, meta, children):
+        return s.ListExpr(tuple(child for child in children if child is not None), _span(meta))
 
     def signed_number(self, meta, children):
         return children[0]
@@ -101,9 +106,13 @@ class _ToSyntax(Transformer):
         return s.Number(-number.value, "-" + number.text, _span(meta))
 
     def input_decl(self, meta, children):
-        name, tensor_type, domain = children
+        name, tensor_type, domain, value = children
         domain_name, domain_span = (None, None) if domain is None else domain
-        return s.InputDecl(str(name), tensor_type, domain_name, domain_span, _span(name))
+        return s.InputDecl(str(name), tensor_type, domain_name, domain_span, _span(name), value)
+
+    def weight_decl(self, meta, children):
+        name, tensor_type, init = children
+        return s.WeightDecl(str(name), tensor_type, str(init), _span(init), _span(name))
 
     def domain(self, meta, children):
         return str(children[0]), _span(children[0])

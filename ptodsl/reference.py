@@ -80,11 +80,12 @@ def _explicit_transposes(node: ir.Expr) -> ir.Expr:
 def emit_reference(kernel: ir.Kernel, filename: str) -> str:
     emitter = PythonEmitter(TORCH_SPELLING, SCALAR_SPELLING, lambda ref: ref.name)
     inputs = [t.name for t in kernel.inputs]
-    init_params = [p for p in kernel.params if not p.forward]
-    forward_params = [p for p in kernel.params if p.forward]
+    # Fixed params are constants in the body already; only the Model mirrors them.
+    init_params = [p for p in kernel.init_params if not p.fixed]
+    forward_params = kernel.forward_params
 
     def keyword(param: ir.Param) -> str:
-        default = "" if param.default is None else f"={ir.format_number(param.default)}"
+        default = "" if param.default is None else f"={ir.format_value(param.default)}"
         return f"{param.name}{default}"
 
     signature = ", ".join(
@@ -118,9 +119,14 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         for o in kernel.outputs
     ]
     lines.append(f"    return {', '.join(outputs)}")
-    init_signature = ", ".join(["self", *(keyword(p) for p in init_params)])
-    forward_names = inputs + [p.name for p in forward_params]
-    call = ", ".join(forward_names + [f"{p.name}=self.{p.name}" for p in init_params])
+    init_signature = ", ".join(["self", *(keyword(p) for p in kernel.init_params)])
+    forward_names = [t.name for t in kernel.tensor_arguments] + [p.name for p in forward_params]
+    state = {t.name: f"self.{t.name}" for t in kernel.weights}
+    call = ", ".join(
+        [state.get(name, name) for name in inputs]
+        + [p.name for p in forward_params]
+        + [f"{p.name}=self.{p.name}" for p in init_params]
+    )
     lines += [
         "",
         "",
@@ -128,6 +134,11 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         f"    def __init__({init_signature}):",
         "        super().__init__()",
         *(f"        self.{p.name} = {p.name}" for p in init_params),
+        *(
+            f"        self.{t.name} = torch.nn.Parameter(torch.{t.init}"
+            f"({t.declared_shape}, dtype=torch.{t.type.dtype.torch_name}))"
+            for t in kernel.weights
+        ),
         "",
         f"    def forward(self, {', '.join(forward_names)}):",
         f"        return reference({call})",

@@ -222,6 +222,8 @@ def run_model(
     kernel_inputs: int | None = None,
     verify: str = "graph",
     timeout: float = DEFAULT_TIMEOUT_S,
+    state: Mapping[str, torch.Tensor] | None = None,
+    load: str = "import",
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
@@ -231,13 +233,22 @@ def run_model(
     goldens: expected kernel outputs for pypto's per-pass comparison of the first kernel
     launch; `kernel_inputs` is that kernel's number of input parameters (default:
     len(inputs)).
+    state: values loaded into the model's weights (its nn.Parameters) before the run.
+    load: "import" imports the module file; "exec" runs its text with exec(), as KernelBench's
+    loader does with an answer.
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
     module_path = Path(module_path).resolve()
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
     try:
-        _write_request(work_dir, module_path, init_kwargs, inputs, goldens, kernel_inputs, verify)
+        request = {
+            "module_path": str(module_path),
+            "verify": verify,
+            "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
+            "load": load,
+        }
+        _write_request(work_dir, request, init_kwargs, inputs, goldens, state)
         _run_worker(work_dir, module_path, timeout)
         return _read_results(work_dir, verify)
     finally:
@@ -246,24 +257,19 @@ def run_model(
 
 def _write_request(
     work_dir: Path,
-    module_path: Path,
+    request: dict[str, Any],
     init_kwargs: Mapping[str, Any],
     inputs: Sequence[Any],
     goldens: Sequence[torch.Tensor] | None,
-    kernel_inputs: int | None,
-    verify: str,
+    state: Mapping[str, torch.Tensor] | None,
 ) -> None:
-    request = {
-        "module_path": str(module_path),
-        "verify": verify,
-        "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
-    }
     (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
     # init_kwargs travel with the tensors so tuples stay tuples (JSON would make lists).
     payload = {
         "inputs": [_portable(value) for value in inputs],
         "init_kwargs": dict(init_kwargs),
         "goldens": None if goldens is None else [_portable(t) for t in goldens],
+        "state": {name: _portable(t) for name, t in (state or {}).items()},
     }
     torch.save(payload, work_dir / _TENSORS_FILE)
 

@@ -114,9 +114,9 @@ class DimDecl:
 @attrs.frozen
 class ParamDecl:
     name: str
-    dtype: str
-    dtype_span: Span
-    default: float | None
+    type: TensorTypeExpr
+    # A number, a dim name or a list of those; None when the spec gives no value.
+    default: Number | Name | ListExpr | None
     span: Span
 
 
@@ -126,6 +126,16 @@ class InputDecl:
     type: TensorTypeExpr
     domain: str | None
     domain_span: Span | None
+    span: Span
+    value: Number | None = None  # a scalar input's value for checks
+
+
+@attrs.frozen
+class WeightDecl:
+    name: str
+    type: TensorTypeExpr
+    init: str
+    init_span: Span
     span: Span
 
 
@@ -150,7 +160,7 @@ class Assign:
     span: Span
 
 
-Item = DimDecl | ParamDecl | InputDecl | OutputDecl | Let | Assign
+Item = DimDecl | ParamDecl | InputDecl | WeightDecl | OutputDecl | Let | Assign
 
 
 @attrs.frozen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 # the full ones. Their goldens are at full size. The loops such shapes need are checked at
 # small sizes in test_loops_in_sim.py.
 CI_DIMS = {
+    "33_batch_norm": {"H": 32, "W": 32},
+    "35_group_norm": {"H": 32, "W": 32},
+    "36_rms_norm": {"H": 32, "W": 32},
+    "40_layer_norm": {"H": 32, "W": 32},
     "batch_norm": {"H": 32, "W": 32},
     "group_norm": {"H": 32, "W": 32},
     "rms_norm": {"H": 32, "W": 32},
@@ -22,6 +28,16 @@ CI_DIMS = {
     "instance_norm": {"H": 32, "W": 32},
     "frobenius_norm": {"H": 32, "W": 32},
 }
+
+
+def ruff_check(path: Path) -> subprocess.CompletedProcess:
+    """`ruff check` of generated code with the project's rules, whatever the cwd's config."""
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "E,F,W,I,B,UP"]
+        + ["--line-length", "100", str(path)],
+        capture_output=True,
+        text=True,
+    )
 
 
 def pytest_addoption(parser):

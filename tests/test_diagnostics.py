@@ -39,6 +39,14 @@ CASES = {
     "output_without_shape": HEADER + "output y: f32\n",
     "no_output": HEADER + "input x: f32[M, N]\n",
     "output_never_assigned": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n",
+    "int_param_without_value": HEADER + "param dim: int\n",
+    "int_param_not_an_integer": HEADER + "param dim: int = 1.5\n",
+    "int_list_param_wrong_length": HEADER + "param shape: int[3] = [M, N]\n",
+    "float_param_with_length": HEADER + "param eps: f32[2] = 1.0\n",
+    "float_param_list_value": HEADER + "param eps: f32 = [1]\n",
+    "tensor_input_with_value": HEADER + "input x: f32[M] = 1.0\n",
+    "weight_without_shape": HEADER + "weight w: f32 = ones\n",
+    "weight_unknown_init": HEADER + "weight w: f32[M] = twos\n",
     # statements
     "assign_to_undeclared": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nz = x\n",
     "assign_to_input": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nx = x\n",
@@ -50,6 +58,8 @@ CASES = {
     "unknown_name": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x + z\n",
     "read_output": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\noutput w: f32[M, N]\n"
     "y = x\nw = y\n",
+    "int_list_param_in_expression": HEADER + "param shape: int[2] = [M, N]\n"
+    "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * shape\n",
     "bool_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * true\n",
     "list_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = [x]\n",
     "transpose": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\ny = x.T\n",

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CI_DIMS, EXAMPLES
+from conftest import CI_DIMS, EXAMPLES, ruff_check
 
 import ptodsl
 from ptodsl.checking import run_check
@@ -49,22 +49,7 @@ def test_generated_modules_pass_ruff(path, tmp_path):
     compiled = compile_example(path)
     (tmp_path / f"{path.stem}.py").write_text(compiled.source)
     (tmp_path / f"{path.stem}_reference.py").write_text(compiled.reference_source)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ruff",
-            "check",
-            "--isolated",
-            "--select",
-            "E,F,W,I,B,UP",
-            "--line-length",
-            "100",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = ruff_check(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

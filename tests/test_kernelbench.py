@@ -1,0 +1,169 @@
+"""KernelBench level 1: one spec per listed problem, each agreeing with a KernelBench-format
+problem file written for these tests, checked against that problem's own Model."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import CI_DIMS, ROOT, ruff_check
+
+import ptodsl
+from ptodsl.checking import compare, evaluate_reference, problem_case, run_check
+from ptodsl.codegen import emit_kernelbench
+from ptodsl.coverage import by_number
+from ptodsl.simulator import SimulationError, run_model
+
+SPECS = ROOT / "examples" / "kernelbench"
+PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
+# ../shared/reference/kernelbench-level1.md
+LISTED = {1, 3, 5, 17, 19, 20, 21, 23, 27, 31, 32, 33, 35, 36, 40, 47, 48, 49, 94, 98, 99, 100}
+SPEC_BY_NUMBER = by_number(SPECS.glob("*.pto"))
+PROBLEM_BY_NUMBER = by_number(PROBLEMS.glob("*.py"))
+# The problems' full-size norms take minutes and >10 GB in SIM: CI scales their spatial axes
+# (in the spec through CI_DIMS, in the problem file by editing its size constants).
+SCALED_PROBLEM = ("dim1 = 256\ndim2 = 256\n", "dim1 = 32\ndim2 = 32\n")
+
+
+def compile_spec(path, dims=None):
+    return ptodsl.compile(path.read_text(encoding="utf-8"), name=path.name, dims=dims)
+
+
+def test_every_listed_problem_has_a_spec_and_a_problem_file():
+    assert set(SPEC_BY_NUMBER) == LISTED
+    assert set(PROBLEM_BY_NUMBER) == LISTED
+
+
+@pytest.mark.parametrize("number", sorted(LISTED))
+def test_spec_means_what_the_problem_computes(number):
+    """At the problem's full shapes, without SIM: the spec's declarations match what the
+    problem builds and feeds, and the spec's own torch reference (emitted from the spec)
+    gives the problem Model's output on the problem's inputs, weights randomized."""
+    compiled = compile_spec(SPEC_BY_NUMBER[number])
+    case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seed=0)
+    ours = evaluate_reference(compiled, case.inputs, case.init_kwargs, case.forward_scalars)
+    for output, mine, theirs in zip(compiled.kernel.outputs, ours, case.expected, strict=True):
+        # Both in float64: agreement to rounding, far inside any kernel tolerance.
+        scale = max(1.0, float(theirs.abs().max()))
+        assert mine.shape == theirs.shape, output.name
+        assert float((mine - theirs).abs().max()) <= 1e-9 * scale, output.name
+
+
+def scaled_problem(number, tmp_path):
+    """The problem file, with its spatial sizes scaled like the spec's CI_DIMS."""
+    problem = PROBLEM_BY_NUMBER[number]
+    if CI_DIMS.get(SPEC_BY_NUMBER[number].stem) is None:
+        return problem
+    text = problem.read_text(encoding="utf-8")
+    assert SCALED_PROBLEM[0] in text
+    scaled = tmp_path / problem.name
+    scaled.write_text(text.replace(*SCALED_PROBLEM), encoding="utf-8")
+    return scaled
+
+
+@pytest.mark.parametrize("number", sorted(LISTED))
+def test_check_against_the_problem_passes_in_pypto_sim(number, tmp_path):
+    spec = SPEC_BY_NUMBER[number]
+    compiled = compile_spec(spec, CI_DIMS.get(spec.stem))
+    report = run_check(compiled, against=scaled_problem(number, tmp_path))
+    assert report.ok, report.to_json()
+    assert report.passes and report.sim_time_us > 0
+
+
+def spec_variant(tmp_path, number, old, new, dims=None):
+    spec = SPEC_BY_NUMBER[number]
+    text = spec.read_text(encoding="utf-8")
+    assert old in text
+    return ptodsl.compile(text.replace(old, new), name=spec.name, dims=dims)
+
+
+@pytest.mark.parametrize(
+    ("number", "old", "new", "message"),
+    [
+        (
+            36,
+            "num_features: int = C",
+            "num_features: int = 32",
+            "param `num_features`: the problem builds Model with 64",
+        ),
+        (
+            40,
+            "int[3] = [C, H, W]",
+            "int[3] = [C, H, 128]",
+            "param `normalized_shape`: the problem builds Model with (64, 256, 256)",
+        ),
+        (
+            33,
+            "weight bias: f32[C * 1 * 1] = zeros",
+            "param  bias: f32 = 0.0",
+            "the problem's Model has 2 parameters ([64], [64]); the spec declares 1 weights",
+        ),
+        (33, "f32[C * 1 * 1] = ones", "f32[C * 1 * 1] = zeros", "does not start it as `zeros`"),
+        (5, "input  s: f32 = 3.14\n", "param  s: f32 = 3.14\n", "gives 1 tensors and 1 scalars"),
+        (94, "dim = 4096", "dim = 2048", "input `predictions`: the problem gives torch.float32"),
+        (  # keepdim forgotten
+            47,
+            "f32[batch_size, 1, dim2]\ny = sum(x, axis=dim, keepdim=true)",
+            "f32[batch_size, dim2]\ny = sum(x, axis=dim)",
+            "output `y`: the problem's Model returns [16, 1, 256], the spec declares [16, 256]",
+        ),
+    ],
+)
+def test_a_spec_that_disagrees_with_its_problem_is_rejected(number, old, new, message, tmp_path):
+    compiled = spec_variant(tmp_path, number, old, new)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        problem_case(compiled, PROBLEM_BY_NUMBER[number], seed=0)
+
+
+def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
+    # BatchNorm's weight starts as ones: a kernel that never multiplies by it would pass a
+    # check that kept the initial values.
+    compiled = spec_variant(
+        tmp_path, 33, "* weight + bias", "+ bias", dims=CI_DIMS["33_batch_norm"]
+    )
+    report = run_check(compiled, against=scaled_problem(33, tmp_path))
+    assert not report.ok
+
+
+def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
+    """KernelBench's loader exec()s the answer's text; PyPTO then needs the kernel's source
+    through `inspect`. The kernelbench module supplies it; the plain module cannot."""
+    compiled = compile_spec(SPEC_BY_NUMBER[20])
+    case = problem_case(compiled, PROBLEM_BY_NUMBER[20], seed=0)
+    answer = tmp_path / "answer.py"
+    answer.write_text(emit_kernelbench(compiled.kernel, "20_leaky_relu.pto"), encoding="utf-8")
+    run = run_model(answer, case.init_kwargs, case.inputs, verify="graph", load="exec")
+    (expected,) = case.expected
+    assert compare("y", run.outputs[0], expected, compiled.kernel.outputs[0].type.dtype).ok
+    plain = tmp_path / "plain.py"
+    plain.write_text(compiled.source, encoding="utf-8")
+    with pytest.raises(SimulationError, match="could not get source code"):
+        run_model(plain, case.init_kwargs, case.inputs, verify="graph", load="exec")
+
+
+def test_kernelbench_answer_module_passes_ruff(tmp_path):
+    answer = tmp_path / "answer.py"
+    compiled = compile_spec(SPEC_BY_NUMBER[33])
+    answer.write_text(emit_kernelbench(compiled.kernel, "33_batch_norm.pto"), encoding="utf-8")
+    result = ruff_check(answer)
+    assert result.returncode == 0, result.stdout
+
+
+def test_coverage_command_prints_a_table_and_fails_on_a_problem_without_spec(tmp_path):
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    (problems / "19_ReLU.py").write_text(PROBLEM_BY_NUMBER[19].read_text(encoding="utf-8"))
+    (problems / "999_Unknown.py").write_text("")
+    result = subprocess.run(
+        [sys.executable, "-m", "ptodsl", "coverage", problems, "--specs", SPECS],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    rows = {line.split("|")[1].strip(): line for line in result.stdout.splitlines()[2:4]}
+    assert "| PASS " in rows["19"] and "19_relu.pto" in rows["19"]
+    assert "| NO SPEC " in rows["999"]
+    assert "1 of 2 problems pass." in result.stdout
