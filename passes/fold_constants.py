@@ -37,7 +37,7 @@ def _fold(node: ir.Expr) -> ir.Expr:
     function = SCALAR_FUNCTIONS[node.op]
     try:
         value = float(function(*(o.value for o in node.operands)))
-    except (ArithmeticError, ValueError):
+    except (ArithmeticError, ValueError, TypeError):  # TypeError: a complex result
         value = math.nan
     if not math.isfinite(value):
         raise SpecError(f"`{ir.format_expr(node)}` has no finite value", node.span)

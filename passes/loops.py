@@ -30,9 +30,11 @@ def plan_loop(
     tile: tuple[int, ...],
     target: Target,
     reduced: frozenset[int] = frozenset(),
+    min_count: int | None = None,
 ) -> ir.Loop | None:
     """The loop for one phase, or None when its tiles fit without one (or no axis can be
-    split: see `insert_loops`). `reduced` are the axes the phase's reductions reduce."""
+    split: see `insert_loops`). `reduced` are the axes the phase's reductions reduce;
+    `min_count` asks for at least that many iterations (as far as the axis allows)."""
     if auto_tiles(shape, tile) <= target.max_auto_tiles:
         return None
     free = [a for a in range(len(shape)) if a not in reduced and shape[a] > 1]
@@ -43,7 +45,7 @@ def plan_loop(
         return None
     size, step = shape[axis], tile[axis]
     largest_chunk = slices * step
-    fewest_iterations = ceil_div(size, largest_chunk)
+    fewest_iterations = max(ceil_div(size, largest_chunk), min(min_count or 1, size // step))
     # A chunk that divides the axis (within 2x of the fewest iterations) needs no tail.
     for count in range(fewest_iterations, 2 * fewest_iterations + 1):
         if size % count == 0 and (size // count) % step == 0:
@@ -89,7 +91,7 @@ MATMUL_ITERATIONS = 4
 MATMUL_MIN_ROWS = 128
 
 
-def plan_matmul_loop(phase: ir.Phase) -> ir.Loop | None:
+def plan_matmul_loop(phase: ir.Phase, chunks: int = MATMUL_ITERATIONS) -> ir.Loop | None:
     """2-D matmuls loop over M (PyPTO pattern B) in 4 chunks of ceil_div(M, 4) rows, rounded
     up to the cube's 16 and at least one 128-row block; a constant tail takes the rest.
     Measured on #1: a loop never beats one matmul call alone (197 us; 4, 8 or 16 chunks:
@@ -99,7 +101,7 @@ def plan_matmul_loop(phase: ir.Phase) -> ir.Loop | None:
     if len(phase.shape) != 2:
         return None
     rows = phase.shape[0]
-    chunk = max(MATMUL_MIN_ROWS, ceil_div(ceil_div(rows, MATMUL_ITERATIONS), 16) * 16)
+    chunk = max(MATMUL_MIN_ROWS, ceil_div(ceil_div(rows, chunks), 16) * 16)
     if chunk >= rows:
         return None
     return ir.Loop(count=rows // chunk, chunk=chunk, tail=rows % chunk, axis=0)
@@ -130,17 +132,23 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase) -> ir.Loop | None:
     return ir.Loop(count=k // chunk, chunk=chunk, tail=k % chunk, axis=len(phase.shape))
 
 
-def insert_loops(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
+def insert_loops(
+    kernel: ir.Kernel, target: Target = PYPTO_0_2_0, tuning: ir.Tuning | None = None
+) -> ir.Kernel:
+    """`tuning` may ask for more loop iterations, or other matmul chunks, than the defaults."""
     assert kernel.schedule is not None, "tiling runs first"
+    tuning = tuning or ir.Tuning()
+    matmul_chunks = tuning.matmul_chunks or MATMUL_ITERATIONS
     phases = []
     for whole in kernel.schedule.phases:
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole)
-            loop = None if k_loop else plan_matmul_loop(whole)
+            loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)
             phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop))
             continue
         for phase in _split_after_loop_reductions(kernel, whole, target):
-            loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
+            reduced = reduced_axes(kernel, phase)
+            loop = plan_loop(phase.shape, phase.tile, target, reduced, tuning.loop_count)
             if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
                 raise SpecError(
                     f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles "

@@ -35,13 +35,17 @@ def _balanced(size: int, tile: int, align: int) -> int:
 
 
 def choose_tile(
-    shape: tuple[int, ...], itemsize: int, target: Target = PYPTO_0_2_0
+    shape: tuple[int, ...],
+    itemsize: int,
+    target: Target = PYPTO_0_2_0,
+    last_axis_max: int | None = None,
 ) -> tuple[int, ...]:
     budget = target.max_tile_elements
     align = max(1, target.reduce_align_bytes // itemsize)
     tile = [1] * len(shape)
     for axis in reversed(range(len(shape))):
-        tile[axis] = min(shape[axis], budget)
+        cap = last_axis_max if axis == len(shape) - 1 and last_axis_max else budget
+        tile[axis] = min(shape[axis], budget, cap)
         budget //= tile[axis]
         if budget <= 1:
             break
@@ -149,8 +153,15 @@ def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
 SPILL_SAFE_TILE_ELEMENTS = 8192
 
 
-def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
-    """Groups consecutive statements into phases and gives each a tile for its shape."""
+def tile_phases(
+    kernel: ir.Kernel, target: Target = PYPTO_0_2_0, tuning: ir.Tuning | None = None
+) -> ir.Kernel:
+    """Groups consecutive statements into phases and gives each a tile for its shape;
+    `tuning` may shrink the tile budget or cap the last axis."""
+    tuning = tuning or ir.Tuning()
+    if tuning.tile_elements:
+        budget = min(tuning.tile_elements, target.max_tile_elements)
+        target = attrs.evolve(target, max_tile_elements=budget)
     groups: list[tuple[tuple[int, ...], list[int], int]] = []
     for index, stmt in enumerate(kernel.body):
         if ir.is_scalar(stmt.value):
@@ -167,13 +178,16 @@ def tile_phases(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
             cube = choose_cube_tile(kernel.body[indexes[0]].value)
             phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
             continue
-        tile = choose_tile(shape, itemsize, target)
+        tile = choose_tile(shape, itemsize, target, tuning.last_axis_tile)
         row_reductions = _row_reductions(kernel, indexes)
         if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:
             budget = min(SPILL_SAFE_TILE_ELEMENTS, target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
-            tile = choose_tile(shape, itemsize, spill_safe)
+            tile = choose_tile(shape, itemsize, spill_safe, tuning.last_axis_tile)
         if row_reductions:
             tile = reduction_aligned(tile, itemsize, target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
-    return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)))
+    decisions = kernel.decisions
+    if tuning != ir.Tuning():
+        decisions += (f"tuned plan: {tuning.describe()}",)
+    return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)), decisions=decisions)

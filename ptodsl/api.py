@@ -19,6 +19,7 @@ from ptodsl.pipeline import Lowered, lower
 from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
 from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.tuning import cached_tuning
 
 
 def cache_dir() -> Path:
@@ -67,6 +68,12 @@ def import_file(path: Path, module_name: str) -> ModuleType:
     return module
 
 
+def docstring_safe(filename: str) -> str:
+    """The spec's file name as the generated docstrings quote it: backslashes, quotes and
+    control characters escaped, so that no name can end the docstring or break its escapes."""
+    return filename.encode("unicode_escape").decode("ascii").replace('"', '\\"')
+
+
 class Compiled:
     """One compiled spec: generated sources, plan, and (imported on first use) modules."""
 
@@ -74,8 +81,8 @@ class Compiled:
         self.lowered = lowered
         self.name = lowered.kernel.name
         self.filename = lowered.source.filename
-        self.source = emit_pypto(lowered.kernel, self.filename)
-        self.reference_source = emit_reference(lowered.checked, self.filename)
+        self.source = emit_pypto(lowered.kernel, docstring_safe(self.filename))
+        self.reference_source = emit_reference(lowered.checked, docstring_safe(self.filename))
         self.plan = plan_of(lowered.kernel)
 
     @property
@@ -102,8 +109,14 @@ def compile(  # noqa: A001 - the public verb
     name: str = "<spec>",
     dims: Mapping[str, int] | None = None,
     target: Target = PYPTO_0_2_0,
+    tuning: ir.Tuning | str | None = "cached",
 ) -> Compiled:
     """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input.
     `dims` resizes declared dims, e.g. a scaled-down copy of a large spec for a quick check;
-    `target` describes PyPTO's forms and limits (tests shrink its limits to force loops)."""
-    return Compiled(lower(Source(text, name), dims, target))
+    `target` describes PyPTO's forms and limits (tests shrink its limits to force loops).
+    `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
+    None the default plan, an `ir.Tuning` those plan choices."""
+    if tuning == "cached":
+        tuning = cached_tuning(text, dims, target)
+    assert tuning is None or isinstance(tuning, ir.Tuning), tuning
+    return Compiled(lower(Source(text, name), dims, target, tuning=tuning))

@@ -40,6 +40,11 @@ GENERATED_NAMES = frozenset(
     "pypto torch os math functools importlib self super kernel i offset ModelNew".split()
 )
 GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel")
+# PyPTO's shape size (elements of one tensor) must not exceed INT32_MAX.
+MAX_ELEMENTS = 2**31 - 1
+# Generated Python spells one level of a spec expression with up to three parentheses, and
+# Python's parser stops at 200; a left-associative chain (`a + b + c`) is printed flat.
+MAX_NESTING = 50
 GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
 
 
@@ -56,6 +61,36 @@ def _check_identifier(name: str, span: Span) -> None:
         problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
+
+
+def _check_elements(shape: tuple[int, ...], span: Span) -> None:
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise SpecError(
+            f"a tensor of shape {list(shape)} has more than PyPTO's {MAX_ELEMENTS} elements", span
+        )
+
+
+def _check_nesting(node: s.Expr, depth: int = 0) -> None:
+    """Rejects expressions nested more than MAX_NESTING deep (the left operand of an infix
+    operator is at its operator's level: it prints without parentheses)."""
+    if depth > MAX_NESTING:
+        raise SpecError(
+            f"expression nested more than {MAX_NESTING} levels deep",
+            node.span,
+            note="bind inner parts with `let`",
+        )
+    if isinstance(node, s.Binary | s.Compare):
+        _check_nesting(node.lhs, depth)
+        _check_nesting(node.rhs, depth + 1)
+    elif isinstance(node, s.Unary):
+        _check_nesting(node.operand, depth + 1)
+    elif isinstance(node, s.Attribute):
+        _check_nesting(node.value, depth + 1)
+    elif isinstance(node, s.Call | s.ListExpr):
+        children = node.items if isinstance(node, s.ListExpr) else node.args
+        keywords = () if isinstance(node, s.ListExpr) else node.keywords
+        for child in (*children, *(k.value for k in keywords)):
+            _check_nesting(child, depth + 1)
 
 
 def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
@@ -122,6 +157,7 @@ class _Checker:
         size = self.dim_sizes.get(item.name, item.size)
         if size < 1:
             raise SpecError(f"dim `{item.name}` must be at least 1, not {size}", item.span)
+        _check_elements((size,), item.span)
         self.dims[item.name] = ir.Dim(item.name, size, item.span)
 
     def item_ParamDecl(self, item: s.ParamDecl) -> None:  # noqa: N802
@@ -256,6 +292,7 @@ class _Checker:
                 type_expr.span,
             )
         sizes = tuple(self.dim_size(d) for entry in type_expr.dims for d in entry)
+        _check_elements(sizes, type_expr.span)
         return ir.TensorType(sizes, dtype)
 
     def dim_size(self, dim: s.DimRef) -> int:
@@ -275,6 +312,7 @@ class _Checker:
     # ---- statements ----------------------------------------------------------------------
 
     def item_Let(self, item: s.Let) -> None:  # noqa: N802
+        _check_nesting(item.value)
         value = self.expr(item.value)
         self.declare(item.name, item.span)
         self.lets[item.name] = value.type
@@ -297,6 +335,7 @@ class _Checker:
                 note=f"first assigned at line {first.line}",
             )
         output = self.outputs[item.target]
+        _check_nesting(item.value)
         value = self.expr(item.value)
         if isinstance(value.type, ir.ScalarType):
             raise SpecError(
@@ -395,6 +434,7 @@ class _Checker:
                 f"`matmul` mixes dtypes {a.type.dtype.value} and {b.type.dtype.value}", node.span
             )
         result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
+        _check_elements(result.shape, node.span)
         attributes = (("a_trans", a_trans), ("b_trans", b_trans))
         return ir.Op("matmul", (a, b), result, node.span, attributes)
 
@@ -521,7 +561,14 @@ class _Checker:
         shape = reduced_shape(tensor_type.shape, axes, keepdim)
         attributes: tuple[tuple[str, object], ...] = (("axes", axes), ("keepdim", keepdim))
         if node.func == "var":
-            attributes += (("correction", self.correction(keywords.get("correction"))),)
+            correction = self.correction(keywords.get("correction"))
+            if math.prod(tensor_type.shape[a] for a in axes) <= correction:
+                raise SpecError(
+                    "the unbiased `var` of one element divides by zero",
+                    node.span,
+                    note="reduce over more elements, or write `correction=0`",
+                )
+            attributes += (("correction", correction),)
         op = REDUCTIONS.get(node.func) or {"max": "amax", "min": "amin"}[node.func]
         return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
 
@@ -621,6 +668,8 @@ class _Checker:
             raise SpecError("the condition of `where` must be a comparison", condition.span)
         lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
         compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
+        if ir.is_scalar(compare):
+            raise SpecError("the condition of `where` compares a tensor", condition.span)
         if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
         return self.elementwise("where", (compare, if_true, if_false), node.span)
 
@@ -639,6 +688,7 @@ class _Checker:
                 shapes = " and ".join(str(t.type) for t in tensors)
                 raise SpecError(f"shapes {shapes} do not broadcast", span)
             shape = merged
+        _check_elements(shape, span)
         return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
 
 

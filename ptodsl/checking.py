@@ -28,7 +28,7 @@ PASSING_VERDICTS = {"PASS", "NO_COMPARE"}
 # for f16/bf16 one rounding step of the golden exceeds it. A pass pypto calls FAILED is
 # still accepted when its max abs diff is within ptodsl's bound for the output's dtype.
 
-_TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
+TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
 
 
 def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
@@ -52,7 +52,7 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
         # apart enough that swapping two inputs changes every result.
         values = torch.randn(shape, generator=generator, dtype=torch.float64)
         values = values * (1.0 + 0.05 * index) + 0.05 * index * (-1) ** index
-    return values.to(_TORCH_DTYPES[tensor.type.dtype])
+    return values.to(TORCH_DTYPES[tensor.type.dtype])
 
 
 @attrs.frozen
@@ -249,7 +249,7 @@ def _init_arguments(checked: ir.Kernel, init_values: list) -> dict[str, ir.Param
 
 
 def _expect_tensor(what: str, tensor: torch.Tensor, declared: ir.Input, source: str) -> None:
-    torch_dtype = _TORCH_DTYPES[declared.type.dtype]
+    torch_dtype = TORCH_DTYPES[declared.type.dtype]
     if tuple(tensor.shape) != declared.declared_shape or tensor.dtype != torch_dtype:
         raise ValueError(
             f"{what}: {source} {tensor.dtype} {list(tensor.shape)}, the spec declares "
@@ -307,7 +307,7 @@ def run_check(
     state = {d.name: t for t, d in zip(case.inputs, checked.inputs, strict=True) if d.init}
     lowered = compiled.kernel
     goldens = [
-        e.reshape(o.kernel_shape).to(_TORCH_DTYPES[o.type.dtype])
+        e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
         for e, o in zip(expected, lowered.outputs, strict=True)
     ]
     verify = choose_verify(checked, passes)

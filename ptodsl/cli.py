@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 
 from ptodsl import __version__
-from ptodsl.api import Compiled, write_atomically
+from ptodsl.api import Compiled, docstring_safe, write_atomically
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.ir import format_kernel
@@ -21,6 +21,7 @@ from ptodsl.pipeline import PASS_NAMES, lower
 from ptodsl.plan import format_plan
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
+from ptodsl.tuning import cached_tuning
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
@@ -46,6 +47,22 @@ def _parser() -> argparse.ArgumentParser:
         default="pypto",
         metavar="STAGE",
         help="what to print: " + ", ".join(STAGES) + " (a pass name: the IR after that pass)",
+    )
+
+    compile_command.add_argument(
+        "--untuned", action="store_true", help="ignore a plan stored by `ptodsl tune`"
+    )
+
+    tune_command = commands.add_parser(
+        "tune", help="measure candidate plans in pypto SIM and store the fastest for compile"
+    )
+    tune_command.add_argument("spec", type=Path)
+    _add_dim_option(tune_command)
+    tune_command.add_argument(
+        "--budget", type=int, default=12, help="measure at most N plans (default: %(default)s)"
+    )
+    tune_command.add_argument(
+        "--no-check", action="store_true", help="store the fastest plan without `ptodsl check`"
     )
 
     check_command = commands.add_parser(
@@ -117,10 +134,11 @@ def _read_spec(path: Path) -> Source:
         ) from None
 
 
-def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
+def _emit(stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool) -> str:
     # Early stages print even when a later pass rejects the spec.
     until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
-    lowered = lower(source, dim_sizes, until=until)
+    tuning = cached_tuning(source.text, dim_sizes) if tuned else None
+    lowered = lower(source, dim_sizes, until=until, tuning=tuning)
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -130,15 +148,15 @@ def _emit(stage: str, source: Source, dim_sizes: dict[str, int]) -> str:
     if stage == "plan":
         return format_plan(lowered.kernel)
     if stage == "torch":
-        return emit_reference(lowered.checked, source.filename)
+        return emit_reference(lowered.checked, docstring_safe(source.filename))
     if stage == "kernelbench":
-        return emit_kernelbench(lowered.kernel, source.filename)
+        return emit_kernelbench(lowered.kernel, docstring_safe(source.filename))
     return Compiled(lowered).source
 
 
 def _compile(args: argparse.Namespace) -> int:
     source = _read_spec(args.spec)
-    text = _emit(args.emit, source, dict(args.dim))
+    text = _emit(args.emit, source, dict(args.dim), tuned=not args.untuned)
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -148,6 +166,29 @@ def _compile(args: argparse.Namespace) -> int:
         write_atomically(args.output, text)
     except OSError as error:
         raise UserError(f"cannot write {args.output}: {error.strerror or error}") from None
+    return EXIT_OK
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from ptodsl.tuning import format_table, tune
+
+    if args.budget < 1:
+        raise UserError("--budget must be at least 1")
+
+    def progress(done: int, total: int, measured) -> None:
+        bar = "#" * (20 * done // total)
+        time = f"{measured.cost.sim_time_us:.2f} us" if measured.cost else "failed"
+        line = f"\r[{bar:<20}] {done}/{total} {measured.tuning.describe()}: {time}"
+        print(line.ljust(100)[:100], end="" if done < total else "\n", file=sys.stderr)
+
+    result = tune(
+        _read_spec(args.spec),
+        dict(args.dim),
+        budget=args.budget,
+        check=not args.no_check,
+        progress=progress,
+    )
+    sys.stdout.write(format_table(result))
     return EXIT_OK
 
 
@@ -200,7 +241,12 @@ def _coverage(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"compile": _compile, "check": _check, "coverage": _coverage}
+        commands = {
+            "compile": _compile,
+            "tune": _tune,
+            "check": _check,
+            "coverage": _coverage,
+        }
         return commands[args.command](args)
     except SpecError as error:
         print(error.render(), file=sys.stderr)

@@ -16,6 +16,7 @@ import attrs
 
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
+from ptodsl.tables import markdown_table
 
 _NUMBER = re.compile(r"^(\d+)_")
 
@@ -111,13 +112,6 @@ def run_coverage(
 
 
 def format_table(rows: list[Row]) -> str:
-    """A Markdown table, so the README can quote it as printed."""
-    table = [HEADER, *(row.cells() for row in rows)]
-    widths = [max(len(cells[i]) for cells in table) for i in range(len(HEADER))]
-    lines = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-        for cells in table
-    ]
-    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     passed = sum(row.verdict == "PASS" for row in rows)
-    return "\n".join(lines) + f"\n\n{passed} of {len(rows)} problems pass.\n"
+    table = markdown_table(HEADER, [row.cells() for row in rows])
+    return table + f"\n{passed} of {len(rows)} problems pass.\n"

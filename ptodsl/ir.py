@@ -236,6 +236,22 @@ Stmt = Let | Store
 
 
 @attrs.frozen
+class Tuning:
+    """Plan choices that replace the tiling and loop passes' defaults (found by `ptodsl tune`).
+    None keeps a default. Every choice still goes through the passes' legality rules."""
+
+    tile_elements: int | None = None  # vector tile budget, at most the target's limit
+    last_axis_tile: int | None = None  # cap on a vector tile's last axis; other axes fill
+    loop_count: int | None = None  # at least this many iterations for a looped vector phase
+    matmul_chunks: int | None = None  # M chunks of a 2-D matmul; 1 runs it without a loop
+
+    def describe(self) -> str:
+        chosen = [f"{f.name}={getattr(self, f.name)}" for f in attrs.fields(Tuning)]
+        chosen = [c for c in chosen if not c.endswith("=None")]
+        return ", ".join(chosen) or "defaults"
+
+
+@attrs.frozen
 class Kernel:
     name: str
     dims: tuple[Dim, ...]

@@ -61,6 +61,13 @@ def _span(meta_or_token) -> Span:
     )
 
 
+def _integer(token: Token) -> int:
+    try:
+        return int(token)
+    except ValueError:  # longer than Python's integer-string limit (4300 digits)
+        raise SpecError(f"integer `{token[:20]}...` is out of range", _span(token)) from None
+
+
 def _number(token: Token) -> s.Number:
     value = float(token)
     if not math.isfinite(value):
@@ -86,7 +93,7 @@ class _ToSyntax(Transformer):
 
     def dim_binding(self, meta, children):
         name, size = children
-        return s.DimDecl(str(name), int(size), _span(name))
+        return s.DimDecl(str(name), _integer(size), _span(name))
 
     def param_decl(self, meta, children):
         name, param_type, default = children
@@ -135,7 +142,7 @@ class _ToSyntax(Transformer):
         return s.DimRef(str(children[0]), None, _span(children[0]))
 
     def dim_literal(self, meta, children):
-        return s.DimRef(None, int(children[0]), _span(children[0]))
+        return s.DimRef(None, _integer(children[0]), _span(children[0]))
 
     def let_stmt(self, meta, children):
         name, value = children
@@ -265,7 +272,7 @@ def parse(text: str) -> s.Spec:
     try:
         spec = _ToSyntax().transform(tree)
     except VisitError as error:
-        if isinstance(error.orig_exc, SpecError):
+        if isinstance(error.orig_exc, SpecError | RecursionError):
             raise error.orig_exc from None
         raise
     return _flatten_dims(spec)

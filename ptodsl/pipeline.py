@@ -54,6 +54,7 @@ class Lowered:
     syntax: Spec
     checked: ir.Kernel  # the spec's meaning, before any pass: the torch reference's input
     stages: tuple[tuple[str, ir.Kernel], ...]  # the IR after each pass
+    tuning: ir.Tuning = ir.Tuning()  # the plan choices the planning passes were given
 
     @property
     def kernel(self) -> ir.Kernel:
@@ -68,20 +69,20 @@ def lower(
     dim_sizes: Mapping[str, int] | None = None,
     target: Target = PYPTO_0_2_0,
     until: str | None = None,
+    tuning: ir.Tuning | None = None,
 ) -> Lowered:
     """Runs the front end and the passes, or stops after the stage named `until` ("check"
     or a pass name); every `SpecError` comes out with its source. Passes that depend on the
-    target's forms and limits get `target`."""
+    target's forms and limits get `target`; the planning passes get `tuning`."""
+    options = {"target": target, "tuning": tuning}
     try:
         syntax = parse(source.text)
         checked = check(syntax, dim_sizes)
         stages = []
         kernel = checked
         for name, run in PASSES if until != "check" else ():
-            if "target" in inspect.signature(run).parameters:
-                kernel = run(kernel, target=target)
-            else:
-                kernel = run(kernel)
+            wanted = inspect.signature(run).parameters
+            kernel = run(kernel, **{k: v for k, v in options.items() if k in wanted})
             stages.append((name, kernel))
             if name == until:
                 break
@@ -95,4 +96,4 @@ def lower(
             Span.point(1, 1),
             note="bind inner parts with `let` to flatten the expression",
         ).attach(source) from None
-    return Lowered(source, syntax, checked, tuple(stages))
+    return Lowered(source, syntax, checked, tuple(stages), tuning or ir.Tuning())

@@ -1,0 +1,225 @@
+"""`ptodsl tune`: measure the legal plans of a spec with pypto's cost model, keep the fastest.
+
+The candidates are `ir.Tuning` choices (tile budget, last-axis tile cap, loop iterations,
+matmul chunks) relevant to the kernel; each goes through the ordinary tiling and loop passes,
+so it obeys every PyPTO limit, and candidates that lower to the same plan are measured once.
+The winner must pass `ptodsl check` before it is stored in the tuning cache, keyed by the
+spec's text, its dim sizes, the target and the ptodsl and pypto versions; `ptodsl compile`
+and `ptodsl.compile` use a cached plan when one exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+
+from ptodsl import __version__, ir
+from ptodsl.diagnostics import Source, SpecError
+from ptodsl.pipeline import Lowered, lower
+from ptodsl.plan import format_plan
+from ptodsl.target import PYPTO_0_2_0, Target
+
+TILE_ELEMENTS = (None, 8192, 4096, 2048)
+LAST_AXIS_TILES = (None, 64, 256, 1024)
+LOOP_COUNTS = (None, 8, 16, 32, 64)
+MATMUL_CHUNKS = (None, 1, 2, 8)
+
+
+def tuning_dir() -> Path:
+    """`PTODSL_TUNING_DIR`, else `tuning/` in ptodsl's cache folder."""
+    configured = os.environ.get("PTODSL_TUNING_DIR")
+    if configured:
+        return Path(configured)
+    from ptodsl.api import cache_dir  # api imports this module
+
+    return cache_dir() / "tuning"
+
+
+def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
+    identity = {
+        "spec": text,
+        "dims": sorted((dims or {}).items()),
+        "target": target.name,
+        "ptodsl": __version__,
+        "pypto": importlib.metadata.version("pypto"),
+    }
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+
+
+def cached_tuning(
+    text: str, dims: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
+) -> ir.Tuning | None:
+    path = tuning_dir() / f"{cache_key(text, dims, target)}.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        return ir.Tuning(**record["tuning"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no entry, or one from an incompatible ptodsl: compile untuned
+
+
+@attrs.frozen
+class Cost:
+    sim_time_us: float
+    total_cycles: int
+
+
+def probe_cost(lowered: Lowered, module_path: Path | None = None) -> Cost:
+    """Simulated end-to-end time and cycles of the kernel in pypto SIM, without verification
+    (so no numbers), pypto's output kept in a scratch folder that is removed afterwards.
+    `module_path`: measure that module instead (a `ModelNew` with the spec's interface)."""
+    # Imported here: torch and the simulator are heavy, and `compile` never needs them.
+    import torch
+
+    from ptodsl.api import Compiled
+    from ptodsl.checking import TORCH_DTYPES
+    from ptodsl.simulator import run_model
+
+    compiled = Compiled(lowered)
+    checked = lowered.checked
+    tensors = [
+        torch.zeros(t.declared_shape, dtype=TORCH_DTYPES[t.type.dtype])
+        for t in checked.tensor_arguments
+    ]
+    scalars = [1.0 if p.default is None else p.default for p in checked.forward_params]
+    init_kwargs = {p.name: p.default for p in checked.init_params if p.default is not None}
+    with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
+        if module_path is None:
+            module_path = Path(scratch) / f"{compiled.name}.py"
+            module_path.write_text(compiled.source, encoding="utf-8")
+        run = run_model(module_path, init_kwargs, [*tensors, *scalars], verify="none")
+    return Cost(run.sim_time_us, run.total_cycles)
+
+
+def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -> list[Lowered]:
+    """Every distinct plan the knobs give for this kernel, the default plan first."""
+    default = lower(source, dims, target)
+    schedule = default.kernel.schedule
+    assert schedule is not None
+    vector = [p for p in schedule.phases if p.cube is None]
+    looped = any(p.loop for p in vector)
+    matmul_2d = any(p.cube is not None and len(p.shape) == 2 for p in schedule.phases)
+    # Single changes first, then pairs, ...: a small budget still tries every knob.
+    choices = sorted(
+        itertools.product(
+            TILE_ELEMENTS if vector else (None,),
+            LAST_AXIS_TILES if vector else (None,),
+            LOOP_COUNTS if looped else (None,),
+            MATMUL_CHUNKS if matmul_2d else (None,),
+        ),
+        key=lambda knobs: sum(k is not None for k in knobs),
+    )
+    plans = {format_plan(default.kernel): default}
+    for tile_elements, last_axis_tile, loop_count, matmul_chunks in choices:
+        tuning = ir.Tuning(tile_elements, last_axis_tile, loop_count, matmul_chunks)
+        try:
+            lowered = lower(source, dims, target, tuning=tuning)
+        except SpecError:
+            continue  # a choice the passes reject, e.g. too many tiles for one loop
+        plans.setdefault(_plan_text(lowered), lowered)
+    return list(plans.values())
+
+
+def _plan_text(lowered: Lowered) -> str:
+    # The tuning that produced a plan is recorded in it; compare the plans themselves.
+    return format_plan(attrs.evolve(lowered.kernel, decisions=lowered.checked.decisions))
+
+
+@attrs.frozen
+class Measured:
+    tuning: ir.Tuning
+    plan: Lowered
+    cost: Cost | None
+    problem: str | None = None
+
+
+@attrs.frozen
+class TuneResult:
+    measured: tuple[Measured, ...]
+    best: Measured
+    checked: bool
+
+    @property
+    def default(self) -> Measured:
+        return self.measured[0]
+
+
+def tune(
+    source: Source,
+    dims: Mapping[str, int] | None = None,
+    target: Target = PYPTO_0_2_0,
+    budget: int = 12,
+    check: bool = True,
+    store: bool = True,
+    progress: Callable[[int, int, Measured], None] = lambda done, total, measured: None,
+) -> TuneResult:
+    """Measures up to `budget` candidate plans (the default first) and stores the fastest
+    that passes `ptodsl check` (unless `check` is off) in the tuning cache (unless `store`
+    is off)."""
+    from ptodsl.simulator import SimulationError
+
+    plans = candidates(source, dims, target)[: max(1, budget)]
+    measured = []
+    for index, lowered in enumerate(plans):
+        try:
+            result = Measured(lowered.tuning, lowered, probe_cost(lowered))
+        except SimulationError as error:
+            result = Measured(lowered.tuning, lowered, None, str(error).splitlines()[0])
+        measured.append(result)
+        progress(index + 1, len(plans), result)
+    ranked = sorted((m for m in measured if m.cost), key=lambda m: m.cost.sim_time_us)
+    if not ranked:
+        raise RuntimeError("no candidate plan ran in pypto SIM")
+    best = ranked[0]
+    if check:
+        best = _first_passing(ranked)
+    if store:
+        _store(source.text, dims, target, best, measured[0])
+    return TuneResult(tuple(measured), best, check)
+
+
+def _first_passing(ranked: list[Measured]) -> Measured:
+    from ptodsl.api import Compiled
+    from ptodsl.checking import run_check
+
+    for candidate in ranked:
+        if run_check(Compiled(candidate.plan)).ok:
+            return candidate
+    raise RuntimeError("no measured plan passed ptodsl check")
+
+
+def _store(
+    text: str, dims: Mapping[str, int] | None, target: Target, best: Measured, default: Measured
+) -> None:
+    from ptodsl.api import write_atomically
+
+    assert best.cost is not None
+    record = {
+        "tuning": attrs.asdict(best.tuning),
+        "sim_time_us": best.cost.sim_time_us,
+        "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
+    }
+    path = tuning_dir() / f"{cache_key(text, dims, target)}.json"
+    write_atomically(path, json.dumps(record, indent=2) + "\n")
+
+
+def format_table(result: TuneResult) -> str:
+    rows = [("#", "plan choices", "sim us", "vs default", "")]
+    baseline = result.default.cost.sim_time_us if result.default.cost else None
+    for index, m in enumerate(result.measured):
+        time = f"{m.cost.sim_time_us:.2f}" if m.cost else "failed"
+        ratio = f"{m.cost.sim_time_us / baseline:.2f}x" if m.cost and baseline else ""
+        mark = "<- chosen" if m is result.best else (m.problem or "")
+        rows.append((str(index), m.tuning.describe(), time, ratio, mark))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    verdict = "passes ptodsl check" if result.checked else "not checked (--no-check)"
+    lines.append(f"chosen plan: {result.best.tuning.describe()}, {verdict}; stored for compile")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,40 @@
+"""PyPTO 0.2.0's limits, asserted on a plan (`ptodsl.plan`): shared by the example, tuning
+and random-spec tests."""
+
+from __future__ import annotations
+
+import math
+
+from ptodsl.target import PYPTO_0_2_0
+
+
+def assert_cube_tile_fits(cube: dict) -> None:
+    """Multiples of 16, L0 <= L1 with L1 % L0 == 0, fp32 tiles within L0A/L0B/L0C and L1."""
+    (m0, m1), (k0, k1), (n0, n1) = cube["m"], cube["k"], cube["n"]
+    assert all(v % 16 == 0 for v in (m0, k0, n0))
+    assert m0 <= m1 and k0 <= k1 and n0 <= n1 and k1 % k0 == 0
+    assert m0 * k0 * 4 <= 64 * 1024 and n0 * k0 * 4 <= 64 * 1024 and m0 * n0 * 4 <= 128 * 1024
+    assert (m1 + n1) * k1 * 4 <= 512 * 1024
+
+
+def assert_plan_within_limits(plan: dict) -> None:
+    """Every phase of a plan (ptodsl.plan) within PyPTO 0.2.0's tile, tile-count and loop rules."""
+    for kernel in plan["kernels"]:
+        for phase in kernel["phases"]:
+            if phase["kind"] == "cube":
+                assert_cube_tile_fits(phase["cube_tile"])
+                continue
+            shape, tile = phase["shape"], phase["tile"]
+            assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank
+            assert all(1 <= t <= s for t, s in zip(tile[:-1], shape[:-1], strict=True))
+            # A reduced last axis shorter than 32 bytes gets a 32-byte tile (PyPTO's rule).
+            assert tile[-1] <= shape[-1] or tile[-1] * 4 == PYPTO_0_2_0.reduce_align_bytes
+            assert math.prod(tile) <= PYPTO_0_2_0.max_tile_elements
+            loop = phase["loop"]
+            if loop is None:
+                assert phase["auto_tiles"] <= PYPTO_0_2_0.max_auto_tiles
+            else:
+                assert phase["auto_tiles"] > PYPTO_0_2_0.max_auto_tiles
+                assert loop["tiles_per_iteration"] <= PYPTO_0_2_0.max_auto_tiles
+                assert loop["count"] * loop["chunk"] + loop["tail"] == shape[loop["axis"]]
+                assert loop["tail"] < loop["chunk"]

@@ -1,0 +1,86 @@
+"""Tuning: every candidate plan obeys PyPTO's limits, the cost probe measures without leaving
+files behind, and `ptodsl tune` stores a checked plan that `ptodsl compile` then uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import EXAMPLES, ROOT
+from plan_limits import assert_plan_within_limits
+
+from ptodsl import ir
+from ptodsl.diagnostics import Source
+from ptodsl.passes.loops import plan_loop
+from ptodsl.passes.tiling import choose_tile
+from ptodsl.pipeline import lower
+from ptodsl.plan import plan_of
+from ptodsl.target import PYPTO_0_2_0
+from ptodsl.tuning import candidates, probe_cost
+
+SUM_DIM = ROOT / "examples" / "kernelbench" / "47_sum_dim.pto"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_candidate_plan_obeys_pypto_limits(path):
+    plans = candidates(Source(path.read_text(encoding="utf-8"), path.name), None, PYPTO_0_2_0)
+    assert plans[0].tuning == ir.Tuning()  # the default plan is always measured first
+    for lowered in plans:
+        assert_plan_within_limits(plan_of(lowered.kernel))
+
+
+def test_candidates_differ_from_each_other():
+    plans = candidates(Source(SUM_DIM.read_text(encoding="utf-8"), "s.pto"), None, PYPTO_0_2_0)
+    tiles = [tuple(tuple(p.tile) for p in lowered.kernel.schedule.phases) for lowered in plans]
+    assert len(plans) > 3 and len(set(tiles)) == len(tiles)
+
+
+@pytest.mark.parametrize("cap", [32, 64, 256])
+def test_last_axis_cap_moves_the_tile_budget_to_outer_axes(cap):
+    tile = choose_tile((16, 256, 256), 4, PYPTO_0_2_0, last_axis_max=cap)
+    assert tile[-1] == cap and tile[-2] == min(256, 16384 // cap)
+    assert tile[0] * tile[1] * tile[2] <= 16384
+
+
+@pytest.mark.parametrize("min_count", [8, 16, 32, 64])
+def test_loop_count_asks_for_at_least_that_many_iterations(min_count):
+    loop = plan_loop((67108864,), (16384,), PYPTO_0_2_0, min_count=min_count)
+    assert loop is not None and loop.count >= min_count
+    assert loop.count * loop.chunk + loop.tail == 67108864 and loop.chunk % 16384 == 0
+
+
+def test_cost_probe_returns_numbers_and_leaves_no_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cost = probe_cost(lower(Source(SUM_DIM.read_text(encoding="utf-8"), SUM_DIM.name)))
+    assert cost.sim_time_us > 0 and cost.total_cycles > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def ptodsl_cli(*args, env):
+    return subprocess.run(
+        [sys.executable, "-m", "ptodsl", *map(str, args)], capture_output=True, text=True, env=env
+    )
+
+
+def test_tune_stores_a_checked_plan_that_compile_uses(tmp_path):
+    env = {**os.environ, "PTODSL_TUNING_DIR": str(tmp_path / "tuning")}
+    tuned = ptodsl_cli("tune", SUM_DIM, "--budget", "3", env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    rows = [line for line in tuned.stdout.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 3 and "<- chosen" in tuned.stdout and "passes ptodsl check" in tuned.stdout
+    assert "3/3" in tuned.stderr  # the progress bar
+    (stored,) = (tmp_path / "tuning").iterdir()
+    record = json.loads(stored.read_text())
+    assert record["sim_time_us"] <= record["default_sim_time_us"]
+    plan = json.loads(ptodsl_cli("compile", SUM_DIM, "--emit", "plan", env=env).stdout)
+    untuned = json.loads(
+        ptodsl_cli("compile", SUM_DIM, "--emit", "plan", "--untuned", env=env).stdout
+    )
+    chosen = ir.Tuning(**record["tuning"])
+    if chosen != ir.Tuning():
+        assert plan != untuned
+        assert plan["kernels"][0]["decisions"] == [f"tuned plan: {chosen.describe()}"]
+    assert untuned["kernels"][0]["decisions"] == []
