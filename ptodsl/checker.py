@@ -48,8 +48,9 @@ MAX_NESTING = 50
 GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
 
 
-def _check_identifier(name: str, span: Span) -> None:
-    """Spec names become Python names in generated code: keep them from shadowing anything."""
+def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
+    """Spec names become Python names in generated code: keep them from shadowing anything.
+    The kernel's name only appears inside `make_<name>_kernel`, so suffixes are safe there."""
     problem = None
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         problem = "is a Python keyword"
@@ -57,7 +58,9 @@ def _check_identifier(name: str, span: Span) -> None:
         problem = "is a Python builtin"
     elif name in GENERATED_NAMES:
         problem = "is a name the generated module uses"
-    elif name.startswith("_") or name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name):
+    elif name.startswith("_") or not kernel and (
+        name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name)
+    ):
         problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
@@ -134,7 +137,9 @@ class _Checker:
         self.declared[name] = span
 
     def check(self) -> ir.Kernel:
-        # The kernel's name only appears inside `make_<name>_kernel` and `<name>_kernel`.
+        # The kernel's name makes `make_<name>_kernel`, `<name>_kernel` and the module's file
+        # name: it follows the rules of every other name.
+        _check_identifier(self.spec.name, self.spec.name_span, kernel=True)
         for item in self.spec.items:
             handler = getattr(self, "item_" + type(item).__name__)
             handler(item)

@@ -37,8 +37,8 @@ class Source:
     filename: str = "<spec>"
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        lines = self.text.split("\n")  # as the parser counts lines: \r, \f, ... do not break
+        return lines[line - 1].removesuffix("\r") if 0 < line <= len(lines) else ""
 
 
 class SpecError(Exception):

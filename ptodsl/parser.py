@@ -239,18 +239,26 @@ def _describe_token(token: Token) -> str:
     return f"`{token}`"
 
 
+def _lines(text: str) -> list[str]:
+    """The lines as Lark counts them: at "\n" only (`splitlines` also breaks at \r, \f, ...)."""
+    lines = text.split("\n")
+    if lines[-1] == "" and len(lines) > 1:
+        lines.pop()
+    return lines
+
+
 def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> SpecError:
     if isinstance(error, UnexpectedCharacters):
         char = text[error.pos_in_stream]
         return SpecError(f"unexpected character `{char}`", Span.point(error.line, error.column))
     if isinstance(error, UnexpectedEOF):
-        lines = text.splitlines() or [""]
+        lines = _lines(text)
         span = Span.point(len(lines), len(lines[-1]) + 1)
         return SpecError("unexpected end of file" + _describe_expected(error.expected), span)
     assert isinstance(error, UnexpectedToken)
     token = error.token
     if token.type == "$END":
-        lines = text.splitlines() or [""]
+        lines = _lines(text)
         span = Span.point(len(lines), len(lines[-1]) + 1)
     elif token.type == "_NL":
         # Point just past the end of the line that broke off, not at the next one.

@@ -110,7 +110,7 @@ def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -
     choices = sorted(
         itertools.product(
             TILE_ELEMENTS if vector else (None,),
-            LAST_AXIS_TILES if vector else (None,),
+            LAST_AXIS_TILES if any(len(p.shape) > 1 for p in vector) else (None,),
             LOOP_COUNTS if looped else (None,),
             MATMUL_CHUNKS if matmul_2d else (None,),
         ),
@@ -186,12 +186,18 @@ def tune(
 
 
 def _first_passing(ranked: list[Measured]) -> Measured:
+    """The fastest plan that `ptodsl check` proves; a plan whose check cannot run here (pass
+    verification of a long loop can outgrow the machine's memory) is passed over."""
     from ptodsl.api import Compiled
     from ptodsl.checking import run_check
+    from ptodsl.simulator import SimulationError
 
     for candidate in ranked:
-        if run_check(Compiled(candidate.plan)).ok:
-            return candidate
+        try:
+            if run_check(Compiled(candidate.plan)).ok:
+                return candidate
+        except SimulationError:
+            continue
     raise RuntimeError("no measured plan passed ptodsl check")
 
 
