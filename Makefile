@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   compile examples/elu.pto and check it numerically in pypto SIM
+#   make demo   compile examples/kernelbench/31_elu.pto and check it numerically in pypto SIM
 #   make test   the test suite (what CI runs)
 PYTHON ?= python3
 VENV   := .venv
@@ -17,9 +17,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	@mkdir -p build
-	$(BIN)/ptodsl compile examples/elu.pto -o build/elu.py
+	$(BIN)/ptodsl compile examples/kernelbench/31_elu.pto -o build/elu.py
 	@echo "wrote build/elu.py"
-	$(BIN)/ptodsl check examples/elu.pto
+	$(BIN)/ptodsl check examples/kernelbench/31_elu.pto
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -20,7 +20,10 @@ from ptodsl.simulator import SimulationError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import CI_DIMS  # noqa: E402 - the list of scaled-down examples lives with the tests
+from conftest import (  # noqa: E402 - the list of scaled-down examples lives with the tests
+    CI_DIMS,
+    EXAMPLE_BY_STEM,
+)
 
 
 def main(names: list[str]) -> int:
@@ -29,7 +32,7 @@ def main(names: list[str]) -> int:
     rows = [header]
     failed = 0
     for name in names:
-        spec = ROOT / "examples" / f"{name}.pto"
+        spec = EXAMPLE_BY_STEM[name]
         compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
         started = time.monotonic()
         try:

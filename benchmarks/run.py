@@ -26,15 +26,14 @@ import time
 from pathlib import Path
 
 import ptodsl
+from benchmarks import EXAMPLES
 from ptodsl.diagnostics import Source
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.simulator import SimulationError
 from ptodsl.tables import markdown_table
 from ptodsl.tuning import Cost, probe_cost, tune
 
-ROOT = Path(__file__).resolve().parent.parent
 BASELINES = Path(__file__).resolve().parent / "baselines"
-EXAMPLES = sorted((ROOT / "examples").rglob("*.pto"))
 COMPILE_REPEATS = 21
 
 

@@ -68,12 +68,6 @@ def import_file(path: Path, module_name: str) -> ModuleType:
     return module
 
 
-def docstring_safe(filename: str) -> str:
-    """The spec's file name as the generated docstrings quote it: backslashes, quotes and
-    control characters escaped, so that no name can end the docstring or break its escapes."""
-    return filename.encode("unicode_escape").decode("ascii").replace('"', '\\"')
-
-
 class Compiled:
     """One compiled spec: generated sources, plan, and (imported on first use) modules."""
 
@@ -81,8 +75,8 @@ class Compiled:
         self.lowered = lowered
         self.name = lowered.kernel.name
         self.filename = lowered.source.filename
-        self.source = emit_pypto(lowered.kernel, docstring_safe(self.filename))
-        self.reference_source = emit_reference(lowered.checked, docstring_safe(self.filename))
+        self.source = emit_pypto(lowered.kernel, self.filename)
+        self.reference_source = emit_reference(lowered.checked, self.filename)
         self.plan = plan_of(lowered.kernel)
 
     @property

@@ -58,8 +58,10 @@ def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
         problem = "is a Python builtin"
     elif name in GENERATED_NAMES:
         problem = "is a name the generated module uses"
-    elif name.startswith("_") or not kernel and (
-        name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name)
+    elif (
+        name.startswith("_")
+        or not kernel
+        and (name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name))
     ):
         problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
     if problem:
@@ -162,7 +164,9 @@ class _Checker:
         size = self.dim_sizes.get(item.name, item.size)
         if size < 1:
             raise SpecError(f"dim `{item.name}` must be at least 1, not {size}", item.span)
-        _check_elements((size,), item.span)
+        if size > MAX_ELEMENTS:
+            limit = f"PyPTO's limit of {MAX_ELEMENTS}"
+            raise SpecError(f"dim `{item.name}` is above {limit}", item.span)
         self.dims[item.name] = ir.Dim(item.name, size, item.span)
 
     def item_ParamDecl(self, item: s.ParamDecl) -> None:  # noqa: N802
@@ -674,7 +678,7 @@ class _Checker:
         lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
         compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
         if ir.is_scalar(compare):
-            raise SpecError("the condition of `where` compares a tensor", condition.span)
+            raise SpecError("the condition of `where` must compare a tensor", condition.span)
         if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
         return self.elementwise("where", (compare, if_true, if_false), node.span)
 

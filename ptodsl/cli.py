@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 
 from ptodsl import __version__
-from ptodsl.api import Compiled, docstring_safe, write_atomically
+from ptodsl.api import Compiled, write_atomically
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.ir import format_kernel
@@ -148,9 +148,9 @@ def _emit(stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool) ->
     if stage == "plan":
         return format_plan(lowered.kernel)
     if stage == "torch":
-        return emit_reference(lowered.checked, docstring_safe(source.filename))
+        return emit_reference(lowered.checked, source.filename)
     if stage == "kernelbench":
-        return emit_kernelbench(lowered.kernel, docstring_safe(source.filename))
+        return emit_kernelbench(lowered.kernel, source.filename)
     return Compiled(lowered).source
 
 

@@ -177,3 +177,12 @@ def uses_math(kernel: ir.Kernel) -> bool:
         for stmt in kernel.body
         for node in ir.walk(stmt.value)
     )
+
+
+def docstring_filename(filename: str) -> str:
+    """The spec's file name as generated docstrings quote it: the last path part, with
+    backslashes, quotes and control characters escaped, so that no file name can end the
+    docstring, break its escapes, or end the string a kernelbench module embeds it in."""
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    escaped = name.encode("unicode_escape").decode("ascii")
+    return escaped.replace('"', '\\"').replace("'", "\\'")

@@ -27,8 +27,10 @@ def assert_plan_within_limits(plan: dict) -> None:
             shape, tile = phase["shape"], phase["tile"]
             assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank
             assert all(1 <= t <= s for t, s in zip(tile[:-1], shape[:-1], strict=True))
-            # A reduced last axis shorter than 32 bytes gets a 32-byte tile (PyPTO's rule).
-            assert tile[-1] <= shape[-1] or tile[-1] * 4 == PYPTO_0_2_0.reduce_align_bytes
+            # A reduced last axis that is not whole 32-byte blocks gets a tile rounded up to the
+            # next block, past the shape (PyPTO's rule; an axis under 32 bytes: one block).
+            align = PYPTO_0_2_0.reduce_align_bytes * tile[-1] // phase["tile_last_axis_bytes"]
+            assert tile[-1] <= shape[-1] or tile[-1] == -(-shape[-1] // align) * align
             assert math.prod(tile) <= PYPTO_0_2_0.max_tile_elements
             loop = phase["loop"]
             if loop is None:

@@ -92,6 +92,17 @@ CASES = {
     "y = x + h\n",
     "shapes_do_not_broadcast": HEADER + "input x: f32[M, N]\ninput v: f32[M]\n"
     "output y: f32[M, N]\ny = x + v\n",
+    # found by tests/test_fuzz.py
+    "dim_above_int32": "kernel k\ndims N = 99999999999999999999\n",
+    "tensor_above_int32": HEADER + "dims K = 65536\ninput x: f32[K, K]\n",
+    "nested_too_deeply": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = " + "exp(" * 60 + "x" + ")" * 60 + "\n",
+    "scalar_where_condition": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = where(1.0 > 2.0, x, x)\n",
+    "unbiased_var_of_one_element": HEADER + "input x: f32[M, 1]\noutput y: f32[M]\n"
+    "y = var(x, axis=1)\n",
+    "keyword_as_kernel_name": "kernel class\n",
+    "carriage_return_in_comment": "# a\rb\nkernel k\ny = (",
     # passes
     "constant_without_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = x + log(-1.0)\n",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLE_BY_STEM
 
 import ptodsl
 from ptodsl.checking import run_check
@@ -19,16 +19,16 @@ CASES = {
     "bias_rows_tail": {"M": 23, "N": 512},  # loop over rows with a 3-row tail
     "sum_of_squares": {"N": 2, "C": 3, "H": 16, "W": 50},  # accumulates into the output
     "frobenius_norm": {"N": 2, "C": 3, "H": 16, "W": 50},  # partial sums, then a new phase
-    "batch_norm": {"N": 2, "C": 12, "H": 8, "W": 64},  # loops over channels (axis 1)
-    "layer_norm": {"N": 7, "C": 2, "H": 8, "W": 64},  # row reductions inside the loop
-    "softmax": {"B": 13, "D": 512},
-    "triplet_loss": {"B": 10, "D": 512},
+    "33_batch_norm": {"N": 2, "C": 12, "H": 8, "W": 64},  # loops over channels (axis 1)
+    "40_layer_norm": {"N": 7, "C": 2, "H": 8, "W": 64},  # row reductions inside the loop
+    "23_softmax": {"batch_size": 13, "dim": 512},
+    "99_triplet_margin_loss": {"batch_size": 10, "dim": 512},
 }
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
 def test_looped_kernel_matches_reference(example):
-    spec = (ROOT / "examples" / f"{example}.pto").read_text()
+    spec = EXAMPLE_BY_STEM[example].read_text()
     compiled = ptodsl.compile(spec, name=f"{example}.pto", dims=CASES[example], target=TINY)
     assert any(phase["loop"] for phase in compiled.plan["kernels"][0]["phases"]), "no loop"
     report = run_check(compiled)

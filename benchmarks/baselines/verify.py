@@ -1,0 +1,156 @@
+"""Numerical check of the hand-written baselines against each spec's float64 torch reference.
+
+    python -m benchmarks.baselines.verify [NAME ...] [--full] [--dims NAME:K=V,K=V ...]
+
+For every example (default: all with a baseline module) this compiles the example spec whose
+kernel is NAME
+(the six big norms at the reduced CI dims of tests/conftest.py unless --full), draws the
+same seeded inputs as `ptodsl check` (`ptodsl.checking.spec_case`), runs
+`benchmarks/baselines/NAME.py`'s ModelNew in one pypto SIM worker with graph verification,
+and compares every output with ptodsl's tolerances. Prints: example, verdict, max abs err,
+baseline sim us. One SIM at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import ptodsl
+from ptodsl.checking import compare, spec_case
+from ptodsl.simulator import SimulationError, run_model
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import CI_DIMS  # noqa: E402
+
+from benchmarks import spec_by_kernel  # noqa: E402
+
+SPECS = spec_by_kernel()
+
+# A 32-iteration loop makes pypto's graph verification copy the whole tensors every
+# iteration (~5 copies each): at 40M-67M elements that is 20-40 GB. These examples are checked
+# numerically at a reduced size (with the loop branch forced); `--full-sim` gives their
+# full-size cost without numbers (verify="none").
+REDUCED = {
+    "matrix_scalar_multiply": {"M": 64, "N": 512},
+    "bias_rows_tail": {"M": 99, "N": 200},
+    "sum_of_squares": {"N": 2, "C": 4, "H": 32, "W": 32},
+}
+# Extra runs that push small shapes through the loop branches (BASELINE_MAX_TILES lowered).
+FORCED_LOOPS = {
+    "matrix_scalar_multiply": ({"M": 64, "N": 512}, 2),
+    "bias_rows_tail": ({"M": 99, "N": 200}, 4),
+    "sum_of_squares": ({"N": 2, "C": 4, "H": 32, "W": 32}, 0),
+    "frobenius_norm": ({"N": 2, "C": 4, "H": 32, "W": 32}, 0),
+    "relu": ({"batch_size": 16, "dim": 1000}, 1),
+}
+
+
+def baseline_names() -> list[str]:
+    return sorted(
+        p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_") and p.stem != "verify"
+    )
+
+
+def check(
+    name: str, dims: dict[str, int] | None, timeout: float, verify: str = "graph"
+) -> tuple[str, str, str, str]:
+    spec = SPECS[name]
+    compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
+    case = spec_case(compiled, seed=0)
+    declared = compiled.lowered.checked.inputs
+    # Weights are module state, not forward arguments.
+    arguments = [t for t, d in zip(case.inputs, declared, strict=True) if d.init is None]
+    state = {d.name: t for t, d in zip(case.inputs, declared, strict=True) if d.init}
+    try:
+        run = run_model(
+            HERE / f"{name}.py",
+            case.init_kwargs,
+            [*arguments, *case.forward_scalars],
+            verify=verify,
+            timeout=timeout,
+            state=state,
+        )
+    except SimulationError as error:
+        return name, "ERROR: " + str(error).splitlines()[0][:100], "", ""
+    if verify == "none":
+        return name, "SIM ONLY", "", f"{run.sim_time_us:.2f}"
+    outputs = compiled.lowered.checked.outputs
+    if len(run.outputs) != len(outputs):
+        return name, f"FAIL: {len(run.outputs)} outputs, expected {len(outputs)}", "", ""
+    checks = [
+        compare(o.name, actual, e, o.type.dtype)
+        for o, actual, e in zip(outputs, run.outputs, case.expected, strict=True)
+    ]
+    ok = all(c.ok for c in checks)
+    problems = "; ".join(c.problem or f"{c.name}: {c.mismatched} off" for c in checks if not c.ok)
+    err = max((c.max_abs_error for c in checks), default=0.0)
+    verdict = "PASS" if ok else f"FAIL ({problems})"
+    err_text = "nan" if math.isnan(err) else f"{err:.3g}"
+    return name, verdict, err_text, f"{run.sim_time_us:.2f}"
+
+
+def parse_dims(items: list[str]) -> dict[str, dict[str, int]]:
+    result: dict[str, dict[str, int]] = {}
+    for item in items:
+        name, _, spec = item.partition(":")
+        result[name] = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
+    return result
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--full", action="store_true", help="full spec dims for the big norms")
+    parser.add_argument("--dims", nargs="*", default=[], help="NAME:K=V,K=V overrides")
+    parser.add_argument(
+        "--full-sim",
+        action="store_true",
+        help="also simulate the REDUCED ones at full size, no numbers",
+    )
+    parser.add_argument("--no-forced", action="store_true", help="skip the forced-loop runs")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args(argv)
+    names = args.names or baseline_names()
+    overrides = parse_dims(args.dims)
+    header = ("example", "verdict", "max abs err", "baseline sim us", "dims", "wall s")
+    rows = [header]
+    failed = 0
+    for name in names:
+        dims = overrides.get(name) or (None if args.full else CI_DIMS.get(SPECS[name].stem))
+        dims = dims or REDUCED.get(name)
+        runs = [(dims, None, "graph")]
+        if name in FORCED_LOOPS and not args.no_forced:
+            runs.append((*FORCED_LOOPS[name], "graph"))
+        if args.full_sim and name in REDUCED:
+            runs.append((None, None, "none"))
+        for run_dims, max_tiles, verify in runs:
+            if max_tiles is None:
+                os.environ.pop("BASELINE_MAX_TILES", None)
+            else:
+                os.environ["BASELINE_MAX_TILES"] = str(max_tiles)
+            started = time.monotonic()
+            row = check(name, run_dims, args.timeout, verify)
+            wall = f"{time.monotonic() - started:.0f}"
+            dims_text = ",".join(f"{k}={v}" for k, v in run_dims.items()) if run_dims else "spec"
+            if max_tiles is not None:
+                dims_text += f" (loop forced: max tiles {max_tiles})"
+            rows.append((*row, dims_text, wall))
+            failed += row[1] not in ("PASS", "SIM ONLY")
+            print(" | ".join(rows[-1]), flush=True)
+        os.environ.pop("BASELINE_MAX_TILES", None)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    print()
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

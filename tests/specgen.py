@@ -1,0 +1,239 @@
+"""Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
+params, constants and reductions, on shapes of rank 1 to 4 with primes and size-1 axes.
+
+`generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
+its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
+rsqrt, reciprocal, log1p and divisors only see positive operands (inputs `in positive`,
+exp, sigmoid, positive constants and params, and sums, products and quotients of those);
+exp only sees inputs, so nothing overflows.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import attrs
+from hypothesis import strategies as st
+
+SIZES = [1, 1, 2, 3, 5, 7, 8, 13, 16, 31, 32, 64, 97, 128, 256, 1031]
+CONSTANTS = ["0.5", "2.0", "1.5", "0.25", "3.0", "1e-5", "1.0"]
+ANY_UNARY = ["abs", "sigmoid", "tanh", "relu"]
+POSITIVE_UNARY = ["log", "sqrt", "rsqrt", "reciprocal", "log1p"]
+REDUCTIONS = ["sum", "mean", "max", "min"]
+
+
+@attrs.frozen
+class GeneratedSpec:
+    text: str
+    seed: int
+    elements: int  # of the largest tensor
+
+
+@attrs.frozen
+class _Value:
+    text: str
+    shape: tuple[int, ...] | None  # None: a scalar
+    positive: bool
+
+
+def _shape(rng: random.Random, rank: int, max_elements: int) -> tuple[int, ...]:
+    while True:
+        shape = tuple(rng.choice(SIZES) for _ in range(rank))
+        if math.prod(shape) <= max_elements:
+            return shape
+
+
+def _broadcast(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    if a is None or b is None:
+        return a if b is None else b
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+
+
+class _Builder:
+    def __init__(self, rng: random.Random, dtype: str, max_elements: int, max_rank: int):
+        self.rng = rng
+        rank = rng.randint(1, max_rank)
+        self.frame = _shape(rng, rank, max_elements)
+        self.dims = {f"D{i}": size for i, size in enumerate(self.frame) if size > 1}
+        self.names = {size: name for name, size in self.dims.items()}
+        self.dtype = dtype
+        self.inputs: list[tuple[str, tuple[int, ...], str]] = []
+        for index in range(rng.randint(1, 3)):
+            if index == 0:
+                shape = self.frame  # one input spans the whole frame
+            else:
+                r = rng.randint(1, rank)  # lower ranks align right, as in NumPy
+                shape = tuple(1 if rng.random() < 0.3 else s for s in self.frame[rank - r :])
+            domain = "positive" if rng.random() < 0.6 else "real"
+            self.inputs.append((f"x{index}", shape, domain))
+        self.params = [
+            (f"p{i}", rng.choice(["0.5", "1.5", "2.0", "0.75"])) for i in range(rng.randint(0, 2))
+        ]
+
+    def type_text(self, shape: tuple[int, ...]) -> str:
+        return f"{self.dtype}[{', '.join(self.names.get(s, str(s)) for s in shape)}]"
+
+    def leaf(self, tensor: bool = False) -> _Value:
+        rng = self.rng
+        kind = "input" if tensor else rng.choice(["input", "input", "input", "param", "const"])
+        if kind == "param" and self.params:
+            return _Value(rng.choice(self.params)[0], None, True)
+        if kind == "const" or kind == "param":
+            return _Value(rng.choice(CONSTANTS), None, True)
+        name, shape, domain = rng.choice(self.inputs)
+        return _Value(name, shape, domain == "positive")
+
+    def positive(self, depth: int) -> _Value:
+        """A positive value: a positive input, exp or sigmoid, or a sum/product of those."""
+        rng = self.rng
+        choice = rng.randrange(5) if depth > 0 else 0
+        if choice == 0:
+            value = self.leaf()
+            if value.positive:
+                return value
+            return _Value(f"exp({value.text})", value.shape, True)
+        if choice == 1:
+            value = self.expr(depth - 1)
+            return _Value(f"sigmoid({value.text})", value.shape, True)
+        a, b = self.positive(depth - 1), self.positive(depth - 1)
+        op = rng.choice([" + ", " * ", " / "])
+        return _Value(f"({a.text}{op}{b.text})", _broadcast(a.shape, b.shape), True)
+
+    def expr(self, depth: int) -> _Value:
+        rng = self.rng
+        if depth == 0:
+            return self.leaf()
+        kind = rng.randrange(10)
+        if kind == 0:
+            value = self.expr(depth - 1)
+            return _Value(f"{rng.choice(ANY_UNARY)}({value.text})", value.shape, False)
+        if kind == 1:
+            value = self.positive(depth - 1)
+            return _Value(f"{rng.choice(POSITIVE_UNARY)}({value.text})", value.shape, False)
+        if kind == 2:
+            name, shape, _ = rng.choice(self.inputs)
+            func = rng.choice(["exp", "expm1"])
+            return _Value(f"{func}({name})", shape, func == "exp")
+        if kind in (3, 4):
+            a, b = self.expr(depth - 1), self.expr(depth - 1)
+            op = rng.choice([" + ", " - ", " * "])
+            return _Value(f"({a.text}{op}{b.text})", _broadcast(a.shape, b.shape), False)
+        if kind == 5:
+            a, b = self.expr(depth - 1), self.positive(depth - 1)
+            return _Value(f"({a.text} / {b.text})", _broadcast(a.shape, b.shape), False)
+        if kind == 6:
+            a, b = self.expr(depth - 1), self.expr(depth - 1)
+            func = rng.choice(["max", "min"])
+            return _Value(f"{func}({a.text}, {b.text})", _broadcast(a.shape, b.shape), False)
+        if kind == 7:
+            base = self.positive(depth - 1)
+            exponent = rng.choice(["2.0", "0.5", "3.0", "-1.0"])
+            text = rng.choice([f"pow({base.text}, {exponent})", f"{base.text} ** {exponent}"])
+            return _Value(text, base.shape, True)
+        if kind == 8:
+            a, b = self.expr(depth - 1), self.expr(depth - 1)
+            t, f = self.expr(depth - 1), self.expr(depth - 1)
+            if a.shape is None and b.shape is None:
+                a = self.leaf(tensor=True)
+            compare = rng.choice(["<", "<=", ">", ">="])  # `==` on floats is all-or-nothing
+            shape = _broadcast(_broadcast(a.shape, b.shape), _broadcast(t.shape, f.shape))
+            text = f"where({a.text} {compare} {b.text}, {t.text}, {f.text})"
+            return _Value(text, shape, False)
+        value = self.expr(depth - 1)
+        lo = rng.choice(["-1.0", "-0.5", "0.0"])
+        hi = rng.choice(["0.5", "1.0", "2.0"])
+        text = rng.choice(
+            [f"clamp({value.text}, {lo}, {hi})", f"clamp({value.text}, min={lo})",
+             f"clamp({value.text}, max={hi})", f"({rng.choice(CONSTANTS)} - {value.text})"]
+        )  # fmt: skip
+        return _Value(text, value.shape, False)
+
+    def tensor_expr(self, depth: int) -> _Value:
+        value = self.expr(depth)
+        if value.shape is None:  # a scalar-only tree: make it a tensor
+            leaf = self.leaf(tensor=True)
+            value = _Value(f"{leaf.text} * {value.text}", leaf.shape, False)
+        return value
+
+    def reduction(self, value: _Value) -> tuple[str, tuple[int, ...]]:
+        rng = self.rng
+        assert value.shape is not None
+        rank = len(value.shape)
+        func = rng.choice(REDUCTIONS)
+        keepdim = rng.random() < 0.5
+        keywords = []
+        if rng.random() < 0.25:
+            axes = tuple(range(rank))
+        else:
+            axes = tuple(sorted(rng.sample(range(rank), rng.randint(1, rank))))
+            written = [a - rank if rng.random() < 0.3 else a for a in axes]
+            keywords.append(
+                f"axis={written[0]}" if len(written) == 1 and rng.random() < 0.5
+                else f"axis=[{', '.join(map(str, written))}]"
+            )  # fmt: skip
+        if keepdim or rng.random() < 0.5:
+            keywords.append(f"keepdim={'true' if keepdim else 'false'}")
+        if keepdim:
+            shape = tuple(1 if a in axes else s for a, s in enumerate(value.shape))
+        else:
+            shape = tuple(s for a, s in enumerate(value.shape) if a not in axes)
+        return f"{func}({', '.join([value.text, *keywords])})", shape
+
+    def spec(self, seed: int) -> GeneratedSpec:
+        rng = self.rng
+        statements = []
+        value = self.tensor_expr(rng.randint(1, 3))
+        if rng.random() < 0.2:  # a normalisation: a reduction broadcast back
+            assert value.shape is not None
+            axis = rng.randrange(len(value.shape))
+            denominator = self.positive(1)
+            if denominator.shape is None:
+                leaf = self.leaf(tensor=True)
+                denominator = _Value(f"exp({leaf.text})", leaf.shape, True)
+            func = rng.choice(["sum", "mean", "max"])
+            reduced = f"{func}({denominator.text}, axis={axis}, keepdim=true)"
+            rank = max(len(value.shape), len(denominator.shape))
+            shape = _broadcast(
+                value.shape,
+                tuple(
+                    1 if a == axis else s
+                    for a, s in enumerate(
+                        (1,) * (rank - len(denominator.shape)) + denominator.shape
+                    )
+                ),
+            )
+            if len(denominator.shape) == rank:
+                value = _Value(f"{value.text} / {reduced}", shape, False)
+        if rng.random() < 0.3:
+            statements.append(f"let t = {value.text}")
+            value = _Value("t", value.shape, value.positive)
+        if rng.random() < 0.45:
+            text, shape = self.reduction(value)
+        else:
+            text, shape = value.text, value.shape
+        assert shape is not None
+        lines = [f"# generated by tests/specgen.py from seed {seed}", "kernel generated"]
+        if self.dims:
+            lines.append("dims " + ", ".join(f"{n} = {s}" for n, s in self.dims.items()))
+        lines += [f"param {name}: f32 = {value}" for name, value in self.params]
+        for name, input_shape, domain in self.inputs:
+            suffix = " in positive" if domain == "positive" else ""
+            lines.append(f"input {name}: {self.type_text(input_shape)}{suffix}")
+        lines.append(f"output y: {self.type_text(shape)}")
+        lines += statements
+        lines.append(f"y = {text}")
+        elements = max(math.prod(s) for _, s, _ in self.inputs)
+        return GeneratedSpec("\n".join(lines) + "\n", seed, max(elements, math.prod(shape)))
+
+
+def generate(
+    seed: int, dtype: str = "f32", max_elements: int = 1 << 20, max_rank: int = 4
+) -> GeneratedSpec:
+    return _Builder(random.Random(seed), dtype, max_elements, max_rank).spec(seed)
+
+
+def specs(dtype: str = "f32", max_elements: int = 1 << 20) -> st.SearchStrategy[GeneratedSpec]:
+    return st.integers(0, 2**32 - 1).map(lambda seed: generate(seed, dtype, max_elements))

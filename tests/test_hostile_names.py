@@ -1,0 +1,136 @@
+"""Spec names become Python names in the generated module: names that would shadow or break
+anything are located errors, and no spec text or file name can add code to the module."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import pytest
+
+import ptodsl
+from ptodsl.diagnostics import SpecError
+
+HOSTILE = [
+    # Python keywords and soft keywords
+    "class", "lambda", "None", "True", "def", "import", "return", "yield", "match", "case",
+    "type", "_",
+    # builtins
+    "print", "open", "eval", "exec", "__import__", "len", "float", "object", "compile",
+    # dunders
+    "__init__", "__class__", "__name__", "__builtins__",
+    # the generated module's imports and helpers
+    "pypto", "torch", "os", "math", "functools", "importlib", "_expect", "_run_mode",
+    "ModelNew", "make_k_kernel", "k_kernel", "x_kernel", "self", "super", "kernel", "i",
+    "offset", "x_chunk", "x_tail", "scalar_0", "_t0", "_r1",
+]  # fmt: skip
+# Non-ASCII look-alikes never lex as names: Cyrillic a/o/e, fullwidth x, dotless i.
+LOOK_ALIKES = ["\u0430", "x\u043e", "\u0435ps", "\uff58", "\u0131", "x\u200b"]
+
+TEMPLATES = {
+    "dim": "kernel k\ndims {n} = 4\ninput x: f32[4]\noutput y: f32[4]\ny = x\n",
+    "param": "kernel k\nparam {n}: f32 = 1.0\ninput x: f32[4]\noutput y: f32[4]\ny = x\n",
+    "int_param": "kernel k\nparam {n}: int = 1\ninput x: f32[4]\noutput y: f32[4]\ny = x\n",
+    "input": "kernel k\ninput {n}: f32[4]\noutput y: f32[4]\ny = {n}\n",
+    "scalar_input": "kernel k\ninput {n}: f32\ninput x: f32[4]\noutput y: f32[4]\ny = x\n",
+    "weight": "kernel k\nweight {n}: f32[4] = ones\ninput x: f32[4]\noutput y: f32[4]\ny = x\n",
+    "output": "kernel k\ninput x: f32[4]\noutput {n}: f32[4]\n{n} = x\n",
+    "let": "kernel k\ninput x: f32[4]\noutput y: f32[4]\nlet {n} = x\ny = {n}\n",
+}
+
+
+def name_position(text: str, name: str) -> tuple[int, int]:
+    """Line and column of the name's first declaration (after `kernel k`)."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if number > 1 and name in line:
+            return number, line.index(name) + 1
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("kind", sorted(TEMPLATES))
+@pytest.mark.parametrize("name", HOSTILE + LOOK_ALIKES)
+def test_hostile_name_is_a_located_error(kind, name):
+    text = TEMPLATES[kind].format(n=name)
+    with pytest.raises(SpecError) as raised:
+        ptodsl.compile(text, name="hostile.pto")
+    error = raised.value
+    # At the name's declaration; a grammar keyword (`kernel`) may fail where it is used.
+    line = text.split("\n")[error.span.line - 1]
+    starts = [i for i in range(len(line)) if line.startswith(name, i)]
+    assert any(s < error.span.column <= s + len(name) for s in starts), error.render()
+    assert error.span.line >= name_position(text, name)[0], error.render()
+    assert "hostile.pto:" in error.render() and "error:" in error.render()
+
+
+# The kernel's name only appears inside `make_<name>_kernel`: generated suffixes are safe.
+SAFE_FOR_KERNELS = {"make_k_kernel", "k_kernel", "x_kernel", "x_chunk", "x_tail", "scalar_0"}
+
+
+@pytest.mark.parametrize("name", [n for n in HOSTILE if n not in SAFE_FOR_KERNELS] + LOOK_ALIKES)
+def test_hostile_kernel_name_is_a_located_error(name):
+    text = f"kernel {name}\ninput x: f32[4]\noutput y: f32[4]\ny = x\n"
+    with pytest.raises(SpecError) as raised:
+        ptodsl.compile(text, name="hostile.pto")
+    assert raised.value.span.line == 1, raised.value.render()
+    assert raised.value.span.column >= len("kernel ") + 1
+
+
+INJECTION = '''# """ + __import__("os").system("echo pwned") + """
+# \\N{x} \\x \\ "'
+kernel evil
+dims M = 3, N = 5
+param a: f32 = 0.1
+param b: f32 = 1e-5
+param c: f32 = 3.14
+param d: f32 = 1e38
+param e: f32 = 5e-324
+input x: f32[M, N]  # """ ; import os
+output y: f32[M, N]
+y = x * a + b - c * x / d + e  # \\
+'''
+SPEC_VALUES = {"a": 0.1, "b": 1e-5, "c": 3.14, "d": 1e38, "e": 5e-324}
+
+
+def test_comments_and_file_names_cannot_inject_code():
+    compiled = ptodsl.compile(INJECTION, name='x"""\nimport os\n#\\N.pto')
+    for source in (compiled.source, compiled.reference_source):
+        assert "pwned" not in source and "import os\n#" not in source
+    module = ast.parse(compiled.source)
+    top_level = []
+    for statement in module.body:
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            top_level.append("import")
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            top_level.append("docstring")
+        else:
+            assert isinstance(statement, ast.FunctionDef | ast.ClassDef), ast.dump(statement)
+            top_level.append(statement.name)
+    assert top_level[0] == "docstring"
+    assert set(top_level[1:]) == {"import", "_expect", "_run_mode", "make_evil_kernel", "ModelNew"}
+    assert top_level.count("make_evil_kernel") == top_level.count("ModelNew") == 1
+    imported = {alias.name for s in module.body if isinstance(s, ast.Import) for alias in s.names}
+    assert imported <= {"functools", "importlib.util", "math", "os", "pypto", "torch"}
+
+
+def test_float_literals_round_trip_exactly():
+    compiled = ptodsl.compile(INJECTION, name="evil.pto")
+    module = ast.parse(compiled.source)
+    factory = next(s for s in module.body if getattr(s, "name", "") == "make_evil_kernel")
+    model = next(s for s in module.body if getattr(s, "name", "") == "ModelNew")
+    init = next(s for s in model.body if getattr(s, "name", "") == "__init__")
+    defaults = dict(
+        zip(
+            [a.arg for a in init.args.args[-len(init.args.defaults) :]],
+            [ast.literal_eval(d) for d in init.args.defaults],
+            strict=True,
+        )
+    )
+    assert defaults == SPEC_VALUES
+    assert all(math.copysign(1, v) == 1 for v in defaults.values())
+    # Every float literal in the kernel factory parses back to a value the spec wrote.
+    literals = {
+        node.value
+        for node in ast.walk(factory)
+        if isinstance(node, ast.Constant) and isinstance(node.value, float)
+    }
+    assert literals <= {*SPEC_VALUES.values(), -1.0, 1.0, 0.0}, literals
