@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.pto"))
+sys.path.insert(0, str(ROOT / "tests"))
+# The examples CI checks scaled down, with their sizes there, live with the tests.
+from conftest import CI_DIMS  # noqa: E402
+
+__all__ = ["CI_DIMS", "EXAMPLES", "ROOT", "spec_by_kernel"]
+
 _KERNEL = re.compile(r"^kernel\s+(\w+)", re.MULTILINE)
 
 

@@ -12,18 +12,13 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from pathlib import Path
 
 import ptodsl
+from benchmarks import CI_DIMS, EXAMPLES
 from ptodsl.checking import run_check
 from ptodsl.simulator import SimulationError
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import (  # noqa: E402 - the list of scaled-down examples lives with the tests
-    CI_DIMS,
-    EXAMPLE_BY_STEM,
-)
+EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
 
 def main(names: list[str]) -> int:

@@ -21,15 +21,11 @@ import time
 from pathlib import Path
 
 import ptodsl
+from benchmarks import CI_DIMS, spec_by_kernel
 from ptodsl.checking import compare, spec_case
 from ptodsl.simulator import SimulationError, run_model
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import CI_DIMS  # noqa: E402
-
-from benchmarks import spec_by_kernel  # noqa: E402
 
 SPECS = spec_by_kernel()
 
