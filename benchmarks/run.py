@@ -116,7 +116,7 @@ def measure(path: Path, budget: int, bandwidth: float) -> tuple[str, ...]:
         ratio(default_cost.sim_time_us),
         ratio(tuned_us),
         f"{roofline:.0%}",
-        tuned.tuning.describe(),
+        tuned.plan.tuning.describe(),
         note,
     )
 

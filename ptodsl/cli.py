@@ -178,7 +178,7 @@ def _tune(args: argparse.Namespace) -> int:
     def progress(done: int, total: int, measured) -> None:
         bar = "#" * (20 * done // total)
         time = f"{measured.cost.sim_time_us:.2f} us" if measured.cost else "failed"
-        line = f"\r[{bar:<20}] {done}/{total} {measured.tuning.describe()}: {time}"
+        line = f"\r[{bar:<20}] {done}/{total} {measured.plan.tuning.describe()}: {time}"
         print(line.ljust(100)[:100], end="" if done < total else "\n", file=sys.stderr)
 
     result = tune(

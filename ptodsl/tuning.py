@@ -25,7 +25,7 @@ import attrs
 from ptodsl import __version__, ir
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.plan import format_plan
+from ptodsl.plan import plan_of
 from ptodsl.target import PYPTO_0_2_0, Target
 
 TILE_ELEMENTS = (None, 8192, 4096, 2048)
@@ -117,26 +117,25 @@ def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -
         ),
         key=lambda knobs: sum(k is not None for k in knobs),
     )
-    plans = {format_plan(default.kernel): default}
+    plans = {_schedule_key(default): default}
     for tile_elements, last_axis_tile, loop_count, matmul_chunks in choices:
         tuning = ir.Tuning(tile_elements, last_axis_tile, loop_count, matmul_chunks)
         try:
             lowered = lower(source, dims, target, tuning=tuning)
         except SpecError:
             continue  # a choice the passes reject, e.g. too many tiles for one loop
-        plans.setdefault(_plan_text(lowered), lowered)
+        plans.setdefault(_schedule_key(lowered), lowered)
     return list(plans.values())
 
 
-def _plan_text(lowered: Lowered) -> str:
-    # The tuning that produced a plan is recorded in it; compare the plans themselves.
-    return format_plan(attrs.evolve(lowered.kernel, decisions=lowered.checked.decisions))
+def _schedule_key(lowered: Lowered) -> str:
+    """What makes two plans different: their phases' tiles and loops."""
+    return json.dumps(plan_of(lowered.kernel)["kernels"][0]["phases"])
 
 
 @attrs.frozen
 class Measured:
-    tuning: ir.Tuning
-    plan: Lowered
+    plan: Lowered  # its `tuning` is the plan choices measured
     cost: Cost | None
     problem: str | None = None
 
@@ -170,9 +169,9 @@ def tune(
     measured = []
     for index, lowered in enumerate(plans):
         try:
-            result = Measured(lowered.tuning, lowered, probe_cost(lowered))
+            result = Measured(lowered, probe_cost(lowered))
         except SimulationError as error:
-            result = Measured(lowered.tuning, lowered, None, str(error).splitlines()[0])
+            result = Measured(lowered, None, str(error).splitlines()[0])
         measured.append(result)
         progress(index + 1, len(plans), result)
     ranked = sorted((m for m in measured if m.cost), key=lambda m: m.cost.sim_time_us)
@@ -238,7 +237,7 @@ def _store(
 
     assert best.cost is not None
     record = {
-        "tuning": attrs.asdict(best.tuning),
+        "tuning": attrs.asdict(best.plan.tuning),
         "sim_time_us": best.cost.sim_time_us,
         "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
     }
@@ -253,9 +252,10 @@ def format_table(result: TuneResult) -> str:
         time = f"{m.cost.sim_time_us:.2f}" if m.cost else "failed"
         ratio = f"{m.cost.sim_time_us / baseline:.2f}x" if m.cost and baseline else ""
         mark = "<- chosen" if m is result.best else (m.problem or "")
-        rows.append((str(index), m.tuning.describe(), time, ratio, mark))
+        rows.append((str(index), m.plan.tuning.describe(), time, ratio, mark))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     verdict = "passes ptodsl check" if result.checked else "not checked (--no-check)"
-    lines.append(f"chosen plan: {result.best.tuning.describe()}, {verdict}; stored for compile")
+    chosen = result.best.plan.tuning.describe()
+    lines.append(f"chosen plan: {chosen}, {verdict}; stored for compile")
     return "\n".join(lines) + "\n"
