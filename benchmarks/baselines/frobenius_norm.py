@@ -5,91 +5,55 @@ pattern E, a loop over TARGET_LOOP_COUNT = 32 chunks whose partial sums are asse
 loop scales x by rsqrt(total)."""
 
 import functools
-import importlib.util
-import os
 
 import pypto
 import torch
 
-TARGET_LOOP_COUNT = 32  # rule book: loop count whenever a loop is used
-MAX_TILES = 2048  # rule book: auto_tiles = prod(ceil(shape / tile)) must stay <= 2048
-# Test hook only: verify.py lowers the limit to run the loop branches at small shapes.
-MAX_TILES = int(os.getenv("BASELINE_MAX_TILES", MAX_TILES))
-
-
-def ceil_div(a, b):
-    return (a + b - 1) // b
-
-
-def _run_mode():
-    # AIKG_PYPTO_RUN_MODE: 0 = NPU, 1 = SIM; unset: NPU when torch_npu is installed, else SIM.
-    mode = os.getenv("AIKG_PYPTO_RUN_MODE")
-    if mode is None:
-        has_npu = importlib.util.find_spec("torch_npu") is not None
-        return pypto.RunMode.NPU if has_npu else pypto.RunMode.SIM
-    return pypto.RunMode.NPU if int(mode) == 0 else pypto.RunMode.SIM
+from benchmarks.baselines._common import MAX_TILES, auto_tiles, ceil_div, chunk_plan
+from benchmarks.baselines._patterns import (
+    FLAT_TILE,
+    build_kernel,
+    for_chunks,
+    tensor_specs,
+)
 
 
 @functools.cache
 def make_frobenius_norm_kernel(size):
-    TILE = 8192
-    auto_tiles = ceil_div(size, TILE)
-    if auto_tiles <= MAX_TILES:
-
-        @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})
-        def frobenius_norm_kernel(
-            x: pypto.Tensor((size,), pypto.DT_FP32),
-            y: pypto.Tensor((size,), pypto.DT_FP32),
-        ):
-            pypto.set_vec_tile_shapes(TILE)
-            total = pypto.sum(x * x, 0, keepdim=True)
-            y[:] = x * pypto.rsqrt(total)
-
-        return frobenius_norm_kernel
-
-    BASIC_BATCH = ceil_div(size, TARGET_LOOP_COUNT)
-    num_iters = size // BASIC_BATCH
-    rest = num_iters * BASIC_BATCH
-    tail = size - rest
+    loop = auto_tiles((size,), FLAT_TILE) > MAX_TILES
+    _, num_iters, _, tail = chunk_plan(size)
     num_parts = num_iters + (1 if tail > 0 else 0)
     # The [num_parts] partials are reduced along their last axis: 32 fp32 are 128 bytes, a
     # multiple of the 32-byte alignment; other counts are padded up to a multiple of 8.
     padded_parts = ceil_div(num_parts, 8) * 8
 
-    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})
-    def frobenius_norm_loop_kernel(
-        x: pypto.Tensor((size,), pypto.DT_FP32),
-        y: pypto.Tensor((size,), pypto.DT_FP32),
-    ):
-        pypto.set_vec_tile_shapes(TILE)
+    def body(x, y):
+        pypto.set_vec_tile_shapes(*FLAT_TILE)
+        if not loop:
+            total = pypto.sum(x * x, 0, keepdim=True)
+            y[:] = x * pypto.rsqrt(total)
+            return
         parts = pypto.zeros([padded_parts], dtype=pypto.DT_FP32)
-        for bi in pypto.loop(0, num_iters, 1, name="SUM_LOOP", idx_name="bi"):
-            off = bi * BASIC_BATCH
-            xc = pypto.view(x, [BASIC_BATCH], [off])
-            pypto.assemble(pypto.sum(xc * xc, 0, keepdim=True), [bi], parts)
-        if tail > 0:
-            xt = pypto.view(x, [tail], [rest])
-            pypto.assemble(pypto.sum(xt * xt, 0, keepdim=True), [num_iters], parts)
-        inv_norm = pypto.rsqrt(pypto.sum(parts, 0, keepdim=True))
-        for bi in pypto.loop(0, num_iters, 1, name="SCALE_LOOP", idx_name="bi"):
-            off = bi * BASIC_BATCH
-            xc = pypto.view(x, [BASIC_BATCH], [off])
-            pypto.assemble(xc * inv_norm, [off], y)
-        if tail > 0:
-            xt = pypto.view(x, [tail], [rest])
-            pypto.assemble(xt * inv_norm, [rest], y)
 
-    return frobenius_norm_loop_kernel
+        def partial_sum(index, off, length):
+            xc = pypto.view(x, [length], [off])
+            pypto.assemble(pypto.sum(xc * xc, 0, keepdim=True), [index], parts)
+
+        for_chunks(size, partial_sum, name="SUM_LOOP")
+        inv_norm = pypto.rsqrt(pypto.sum(parts, 0, keepdim=True))
+
+        def scale(_, off, length):
+            pypto.assemble(pypto.view(x, [length], [off]) * inv_norm, [off], y)
+
+        for_chunks(size, scale, name="SCALE_LOOP")
+
+    return build_kernel(tensor_specs([((size,), torch.float32)] * 2), body)
 
 
 class ModelNew(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-
     def forward(self, x):
         assert x.dim() == 4 and x.dtype == torch.float32
         size = x.numel()
-        kernel = make_frobenius_norm_kernel(size)
         y = torch.empty((size,), dtype=torch.float32, device=x.device)
-        kernel(x.contiguous().reshape(size), y)
+        make_frobenius_norm_kernel(size)(x.contiguous().reshape(size), y)
         return y.reshape(x.shape)

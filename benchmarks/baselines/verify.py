@@ -1,4 +1,4 @@
-"""Numerical check of the hand-written baselines against each spec's float64 torch reference.
+"""Numerical check of the refactored baselines against each spec's float64 torch reference.
 
     python -m benchmarks.baselines.verify [NAME ...] [--full] [--dims NAME:K=V,K=V ...]
 
@@ -6,9 +6,9 @@ For every example (default: all with a baseline module) this compiles the exampl
 kernel is NAME
 (the six big norms at the reduced CI dims of tests/conftest.py unless --full), draws the
 same seeded inputs as `ptodsl check` (`ptodsl.checking.spec_case`), runs
-`benchmarks/baselines/NAME.py`'s ModelNew in one pypto SIM worker with graph verification,
-and compares every output with ptodsl's tolerances. Prints: example, verdict, max abs err,
-baseline sim us. One SIM at a time.
+`benchmarks/baselines/NAME.py`'s ModelNew in one pypto SIM worker with graph
+verification, and compares every output with ptodsl's tolerances. Prints: example, verdict,
+max abs err, baseline sim us. One SIM at a time.
 """
 
 from __future__ import annotations
