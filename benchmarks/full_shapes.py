@@ -17,6 +17,7 @@ import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES
 from ptodsl.checking import run_check
 from ptodsl.simulator import SimulationError
+from ptodsl.tables import markdown_table
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
@@ -45,10 +46,8 @@ def main(names: list[str]) -> int:
         timing = (f"{report.sim_time_us:.2f}", f"{wall:.0f}", f"{peak:.1f}")
         rows.append((name, verdict, f"{error:.3g}", *timing))
         print(" | ".join(rows[-1]), flush=True)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print()
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print(markdown_table(rows[0], rows[1:]), end="")
     return 1 if failed else 0
 
 

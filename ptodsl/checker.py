@@ -235,14 +235,7 @@ class _Checker:
         if domain not in DOMAINS:
             known = "; ".join(f"`{name}`: {meaning}" for name, meaning in DOMAINS.items())
             raise SpecError(f"unknown domain `{domain}`", item.domain_span, note=known)
-        self.inputs[item.name] = ir.Input(
-            item.name,
-            self.tensor_type(item.type),
-            item.span,
-            self.dim_factors(item.type),
-            declared=self.declared_shape(item.type),
-            domain=domain,
-        )
+        self.inputs[item.name] = self.declared_tensor(ir.Input, item, domain=domain)
 
     def item_WeightDecl(self, item: s.WeightDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -254,14 +247,7 @@ class _Checker:
                 item.init_span,
                 note="a weight starts as " + " or ".join(f"`{i}`" for i in WEIGHT_INITS),
             )
-        self.inputs[item.name] = ir.Input(
-            item.name,
-            self.tensor_type(item.type),
-            item.span,
-            self.dim_factors(item.type),
-            declared=self.declared_shape(item.type),
-            init=item.init,
-        )
+        self.inputs[item.name] = self.declared_tensor(ir.Input, item, init=item.init)
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -271,12 +257,21 @@ class _Checker:
                 item.type.span,
                 note="write `f32[]` for a 0-d (scalar) result",
             )
-        self.outputs[item.name] = ir.Output(
+        self.outputs[item.name] = self.declared_tensor(ir.Output, item)
+
+    def declared_tensor(
+        self,
+        kind: type[ir.Tensor],
+        item: s.InputDecl | s.WeightDecl | s.OutputDecl,
+        **fields: str | None,
+    ) -> ir.Tensor:
+        return kind(
             item.name,
             self.tensor_type(item.type),
             item.span,
             self.dim_factors(item.type),
             declared=self.declared_shape(item.type),
+            **fields,
         )
 
     @staticmethod

@@ -24,6 +24,7 @@ import ptodsl
 from benchmarks import CI_DIMS, spec_by_kernel
 from ptodsl.checking import compare, spec_case
 from ptodsl.simulator import SimulationError, run_model
+from ptodsl.tables import markdown_table
 
 HERE = Path(__file__).resolve().parent
 
@@ -141,10 +142,8 @@ def main(argv: list[str]) -> int:
             failed += row[1] not in ("PASS", "SIM ONLY")
             print(" | ".join(rows[-1]), flush=True)
         os.environ.pop("BASELINE_MAX_TILES", None)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print()
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print(markdown_table(rows[0], rows[1:]), end="")
     return 1 if failed else 0
 
 
