@@ -244,6 +244,7 @@ class Tuning:
     last_axis_tile: int | None = None  # cap on a vector tile's last axis; other axes fill
     loop_count: int | None = None  # at least this many iterations for a looped vector phase
     matmul_chunks: int | None = None  # M chunks of a 2-D matmul; 1 runs it without a loop
+    variance: str | None = None  # "one_pass": E[x^2] - E[x]^2 instead of the two-pass form
 
     def describe(self) -> str:
         chosen = [f"{f.name}={getattr(self, f.name)}" for f in attrs.fields(Tuning)]

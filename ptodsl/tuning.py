@@ -25,13 +25,13 @@ import attrs
 from ptodsl import __version__, ir
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.plan import plan_of
 from ptodsl.target import PYPTO_0_2_0, Target
 
 TILE_ELEMENTS = (None, 8192, 4096, 2048)
 LAST_AXIS_TILES = (None, 64, 256, 1024)
 LOOP_COUNTS = (None, 8, 16, 32, 64)
 MATMUL_CHUNKS = (None, 1, 2, 8)
+VARIANCE_FORMS = (None, "one_pass")
 
 
 def tuning_dir() -> Path:
@@ -107,30 +107,41 @@ def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -
     vector = [p for p in schedule.phases if p.cube is None]
     looped = any(p.loop for p in vector)
     matmul_2d = any(p.cube is not None and len(p.shape) == 2 for p in schedule.phases)
-    # Single changes first, then pairs, ...: a small budget still tries every knob.
-    choices = sorted(
-        itertools.product(
-            TILE_ELEMENTS if vector else (None,),
-            LAST_AXIS_TILES if any(len(p.shape) > 1 for p in vector) else (None,),
-            LOOP_COUNTS if looped else (None,),
-            MATMUL_CHUNKS if matmul_2d else (None,),
-        ),
-        key=lambda knobs: sum(k is not None for k in knobs),
+    has_var = any(
+        isinstance(node, ir.Op) and node.op == "var"
+        for stmt in default.checked.body
+        for node in ir.walk(stmt.value)
     )
-    plans = {_schedule_key(default): default}
-    for tile_elements, last_axis_tile, loop_count, matmul_chunks in choices:
-        tuning = ir.Tuning(tile_elements, last_axis_tile, loop_count, matmul_chunks)
+    knobs = (
+        TILE_ELEMENTS if vector else (None,),
+        LAST_AXIS_TILES if any(len(p.shape) > 1 for p in vector) else (None,),
+        LOOP_COUNTS if looped else (None,),
+        MATMUL_CHUNKS if matmul_2d else (None,),
+        VARIANCE_FORMS if has_var else (None,),
+    )
+
+    def order(choice: tuple) -> tuple[int, int]:
+        # Single changes first, then pairs, ...; within those, every knob's first
+        # alternative before any knob's second: a small budget still tries each knob.
+        changed = [values.index(value) for values, value in zip(knobs, choice, strict=True)]
+        return sum(index > 0 for index in changed), max(changed)
+
+    choices = sorted(itertools.product(*knobs), key=order)
+    plans = {_plan_key(default): default}
+    for choice in choices:
+        tuning = ir.Tuning(*choice)
         try:
             lowered = lower(source, dims, target, tuning=tuning)
         except SpecError:
             continue  # a choice the passes reject, e.g. too many tiles for one loop
-        plans.setdefault(_schedule_key(lowered), lowered)
+        plans.setdefault(_plan_key(lowered), lowered)
     return list(plans.values())
 
 
-def _schedule_key(lowered: Lowered) -> str:
-    """What makes two plans different: their phases' tiles and loops."""
-    return json.dumps(plan_of(lowered.kernel)["kernels"][0]["phases"])
+def _plan_key(lowered: Lowered) -> str:
+    """What makes two plans different: the lowered body and the phases' tiles and loops
+    (not the recorded decisions, which name the tuning)."""
+    return ir.format_kernel(attrs.evolve(lowered.kernel, decisions=()))
 
 
 @attrs.frozen
