@@ -54,8 +54,31 @@ def _scalar_over_tensor(node: ir.Op) -> ir.Expr:
     return ir.op("mul", reciprocal, scalar, span=node.span)
 
 
+def _scalar_affine(node: ir.Expr) -> tuple[ir.Expr, float, float] | None:
+    """(t, a, b) when node is t * a + b (or t * a - b, or t * a) with literal a and b."""
+    if not isinstance(node, ir.Op):
+        return None
+    if node.op == "mul" and isinstance(node.operands[1], ir.Const):
+        return node.operands[0], node.operands[1].value, 0.0
+    if node.op in ("add", "sub") and isinstance(node.operands[1], ir.Const):
+        inner = _scalar_affine(node.operands[0])
+        if inner is not None and inner[2] == 0.0:
+            offset = node.operands[1].value
+            return inner[0], inner[1], offset if node.op == "add" else -offset
+    return None
+
+
 def _negation(node: ir.Op) -> ir.Expr:
-    return ir.op("mul", node.operands[0], _const(-1.0, node), span=node.span)
+    """-x = x * -1; the sign folds into a scalar-affine operand, -(t * a - b) = t * -a + b,
+    saving the extra multiply (tanh's rewrite ends in `* 2 - 1`)."""
+    affine = _scalar_affine(node.operands[0])
+    if affine is None:
+        return ir.op("mul", node.operands[0], _const(-1.0, node), span=node.span)
+    tensor, scale, offset = affine
+    scaled = ir.op("mul", tensor, _const(-scale, node), span=node.span)
+    if offset == 0.0:
+        return scaled
+    return ir.op("add", scaled, _const(-offset, node), span=node.span)
 
 
 def _tanh(node: ir.Op) -> ir.Expr:

@@ -77,5 +77,5 @@ def golden(request):
 # Hypothesis profiles (tests/test_fuzz.py, tests/test_random_specs.py): "ci" is the default,
 # deterministic and quick; PTODSL_FUZZ_PROFILE=long runs a long randomized fuzzing session.
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
-settings.register_profile("long", max_examples=25_000, deadline=None)
+settings.register_profile("long", max_examples=180_000, deadline=None)
 settings.load_profile(os.environ.get("PTODSL_FUZZ_PROFILE", "ci"))

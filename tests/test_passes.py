@@ -68,6 +68,11 @@ def test_fold_constants_folds_literal_arithmetic_only():
         ("expm1(x)", "sub(exp(x), 1.0)"),
         ("where(0.0 < x, x, 0.0)", "where(gt(x, 0.0), x, 0.0)"),
         ("x - 1.0", "sub(x, 1.0)"),
+        # The sign of a negated scalar-affine value folds into its constants.
+        ("-tanh(x)", "add(mul(sigmoid(mul(x, 2.0)), -2.0), 1.0)"),
+        ("-(x * 3.0)", "mul(x, -3.0)"),
+        ("-(x * 3.0 + 2.0)", "add(mul(x, -3.0), -2.0)"),
+        ("-(x + 2.0)", "mul(add(x, 2.0), -1.0)"),
     ],
 )
 def test_legalize_rewrites_scalar_first_and_missing_builtins(expression, expected):
