@@ -70,9 +70,8 @@ def baseline_cost(lowered: Lowered) -> Cost | str:
     try:
         return probe_cost(lowered, module_path=path)
     except SimulationError as error:
-        return "baseline failed: " + str(error).splitlines()[0].removeprefix(
-            f"simulating {path.name} failed: "
-        )
+        reason = str(error).splitlines()[0].removeprefix(f"simulating {path.name} failed: ")
+        return "baseline failed: " + (reason if len(reason) <= 60 else reason[:57] + "...")
 
 
 def moved_bytes(lowered: Lowered) -> int:
