@@ -4,7 +4,8 @@ traceback, a hang, a module Python cannot parse) is a bug.
 
 CI runs the deterministic "ci" hypothesis profile (tests/conftest.py). A long session:
 
-    PTODSL_FUZZ_PROFILE=long .venv/bin/python -m pytest tests/test_fuzz.py -x --hypothesis-show-statistics
+    PTODSL_FUZZ_PROFILE=long .venv/bin/python -m pytest tests/test_fuzz.py -x \
+        --hypothesis-show-statistics
 """
 
 from __future__ import annotations
