@@ -147,6 +147,15 @@ class Case:
     forward_scalars: list[float]
     expected: tuple[torch.Tensor, ...]
 
+    def forward_and_state(
+        self, checked: ir.Kernel
+    ) -> tuple[list[torch.Tensor | float], dict[str, torch.Tensor]]:
+        """`ModelNew.forward`'s arguments, and the weights' values to load as module state."""
+        pairs = list(zip(checked.inputs, self.inputs, strict=True))
+        tensors = [value for tensor, value in pairs if tensor.init is None]
+        state = {tensor.name: value for tensor, value in pairs if tensor.init is not None}
+        return [*tensors, *self.forward_scalars], state
+
 
 def spec_case(compiled: Compiled, seed: int) -> Case:
     """Seeded inputs and weights in each one's domain, params at their values, and the spec's
@@ -303,8 +312,7 @@ def run_check(
     case = problem_case(compiled, against, seed) if against else spec_case(compiled, seed)
     expected = case.expected
     checked = compiled.lowered.checked
-    arguments = [t for t, d in zip(case.inputs, checked.inputs, strict=True) if d.init is None]
-    state = {d.name: t for t, d in zip(case.inputs, checked.inputs, strict=True) if d.init}
+    arguments, state = case.forward_and_state(checked)
     lowered = compiled.kernel
     goldens = [
         e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
@@ -318,7 +326,7 @@ def run_check(
         run: SimRun = run_model(
             kernel_path,
             case.init_kwargs,
-            [*arguments, *case.forward_scalars],
+            arguments,
             goldens=goldens,
             kernel_inputs=len(case.inputs),
             verify=verify,

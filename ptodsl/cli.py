@@ -48,7 +48,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="STAGE",
         help="what to print: " + ", ".join(STAGES) + " (a pass name: the IR after that pass)",
     )
-
     compile_command.add_argument(
         "--untuned", action="store_true", help="ignore a plan stored by `ptodsl tune`"
     )
@@ -170,7 +169,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from ptodsl.tuning import format_table, tune
+    from ptodsl.tuning import TuningFailed, format_table, tune
 
     if args.budget < 1:
         raise UserError("--budget must be at least 1")
@@ -181,13 +180,16 @@ def _tune(args: argparse.Namespace) -> int:
         line = f"\r[{bar:<20}] {done}/{total} {measured.plan.tuning.describe()}: {time}"
         print(line.ljust(100)[:100], end="" if done < total else "\n", file=sys.stderr)
 
-    result = tune(
-        _read_spec(args.spec),
-        dict(args.dim),
-        budget=args.budget,
-        check=not args.no_check,
-        progress=progress,
-    )
+    try:
+        result = tune(
+            _read_spec(args.spec),
+            dict(args.dim),
+            budget=args.budget,
+            check=not args.no_check,
+            progress=progress,
+        )
+    except TuningFailed as error:
+        raise UserError(f"tune: {error}") from None
     sys.stdout.write(format_table(result))
     return EXIT_OK
 

@@ -1,8 +1,9 @@
 """`ptodsl tune`: measure the legal plans of a spec with pypto's cost model, keep the fastest.
 
 The candidates are `ir.Tuning` choices (tile budget, last-axis tile cap, loop iterations,
-matmul chunks) relevant to the kernel; each goes through the ordinary tiling and loop passes,
-so it obeys every PyPTO limit, and candidates that lower to the same plan are measured once.
+matmul chunks, variance form) relevant to the kernel; each goes through the ordinary
+passes, so it obeys every PyPTO limit, and candidates that lower to the same plan are
+measured once.
 The winner must pass `ptodsl check` before it is stored in the tuning cache, keyed by the
 spec's text, its dim sizes, the target and the ptodsl and pypto versions; `ptodsl compile`
 and `ptodsl.compile` use a cached plan when one exists.
@@ -55,12 +56,19 @@ def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
 
 
+def _cache_path(text: str, dims: Mapping[str, int] | None, target: Target) -> Path:
+    return tuning_dir() / f"{cache_key(text, dims, target)}.json"
+
+
+class TuningFailed(Exception):
+    """No candidate plan ran, or none that ran passed `ptodsl check` on this machine."""
+
+
 def cached_tuning(
     text: str, dims: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
 ) -> ir.Tuning | None:
-    path = tuning_dir() / f"{cache_key(text, dims, target)}.json"
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(_cache_path(text, dims, target).read_text(encoding="utf-8"))
         return ir.Tuning(**record["tuning"])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no entry, or one from an incompatible ptodsl: compile untuned
@@ -187,7 +195,7 @@ def tune(
         progress(index + 1, len(plans), result)
     ranked = sorted((m for m in measured if m.cost), key=lambda m: m.cost.sim_time_us)
     if not ranked:
-        raise RuntimeError("no candidate plan ran in pypto SIM")
+        raise TuningFailed("no candidate plan ran in pypto SIM")
     best = ranked[0]
     if check:
         best = _first_passing(ranked)
@@ -238,7 +246,7 @@ def _first_passing(ranked: list[Measured]) -> Measured:
                 return candidate
         except SimulationError:
             continue
-    raise RuntimeError("no measured plan passed ptodsl check")
+    raise TuningFailed("no measured plan passed ptodsl check (or fit in memory to check)")
 
 
 def _store(
@@ -252,8 +260,7 @@ def _store(
         "sim_time_us": best.cost.sim_time_us,
         "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
     }
-    path = tuning_dir() / f"{cache_key(text, dims, target)}.json"
-    write_atomically(path, json.dumps(record, indent=2) + "\n")
+    write_atomically(_cache_path(text, dims, target), json.dumps(record, indent=2) + "\n")
 
 
 def format_table(result: TuneResult) -> str:

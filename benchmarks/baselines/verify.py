@@ -61,15 +61,12 @@ def check(
     spec = SPECS[name]
     compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
     case = spec_case(compiled, seed=0)
-    declared = compiled.lowered.checked.inputs
-    # Weights are module state, not forward arguments.
-    arguments = [t for t, d in zip(case.inputs, declared, strict=True) if d.init is None]
-    state = {d.name: t for t, d in zip(case.inputs, declared, strict=True) if d.init}
+    arguments, state = case.forward_and_state(compiled.lowered.checked)
     try:
         run = run_model(
             HERE / f"{name}.py",
             case.init_kwargs,
-            [*arguments, *case.forward_scalars],
+            arguments,
             verify=verify,
             timeout=timeout,
             state=state,
