@@ -155,7 +155,7 @@ def _var_one_pass(node: ir.Op) -> ir.Expr:
 
 VARIANCE_FORMS = {
     "two_pass": (_var, "two-pass, mean((x - mean(x))^2), chosen over E[x^2] - E[x]^2 for accuracy"),
-    "one_pass": (_var_one_pass, "one-pass, E[x^2] - E[x]^2 (tuned; passed ptodsl check)"),
+    "one_pass": (_var_one_pass, "one-pass, E[x^2] - E[x]^2 (a plan choice)"),
 }
 
 

@@ -225,5 +225,5 @@ def tile_phases(
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
     decisions = kernel.decisions
     if tuning != ir.Tuning():
-        decisions += (f"tuned plan: {tuning.describe()}",)
+        decisions += (f"plan choices: {tuning.describe()}",)
     return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)), decisions=decisions)

@@ -71,8 +71,9 @@ def import_file(path: Path, module_name: str) -> ModuleType:
 class Compiled:
     """One compiled spec: generated sources, plan, and (imported on first use) modules."""
 
-    def __init__(self, lowered: Lowered):
+    def __init__(self, lowered: Lowered, plan_origin: str = "default plan"):
         self.lowered = lowered
+        self.plan_origin = plan_origin  # which plan: default, tuned (from the cache), given
         self.name = lowered.kernel.name
         self.filename = lowered.source.filename
         self.source = emit_pypto(lowered.kernel, self.filename)
@@ -110,7 +111,12 @@ def compile(  # noqa: A001 - the public verb
     `target` describes PyPTO's forms and limits (tests shrink its limits to force loops).
     `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
     None the default plan, an `ir.Tuning` those plan choices."""
+    origin = "default plan"
     if tuning == "cached":
         tuning = cached_tuning(text, dims, target)
+        if tuning is not None:
+            origin = f"tuned plan from the tuning cache ({tuning.describe()})"
+    elif tuning is not None:
+        origin = f"given plan choices ({tuning.describe()})"
     assert tuning is None or isinstance(tuning, ir.Tuning), tuning
-    return Compiled(lower(Source(text, name), dims, target, tuning=tuning))
+    return Compiled(lower(Source(text, name), dims, target, tuning=tuning), origin)

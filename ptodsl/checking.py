@@ -1,32 +1,40 @@
 """`ptodsl check`: run a kernel in pypto SIM with pass verification on seeded inputs and
-compare every output with the spec's torch reference, computed independently in float64."""
+compare every output, element by element, with a golden computed independently in float64:
+the spec's torch reference, or a KernelBench-format problem's own Model (`--against`).
+
+Each element's bound comes from the computation (`ptodsl.error_bounds`), not from the
+output's mean; an output the tolerance alone would let pass (zeros or a constant would) is
+a failure, and so is a reduction whose axes the inputs cannot tell apart.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
+import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 import torch
 
 from ptodsl import ir
-from ptodsl.api import Compiled, import_file
+from ptodsl.api import Compiled
+from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
+from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.simulator import PassResult, SimRun, run_model
+from ptodsl.workers import DEFAULT_TIMEOUT_S
 
-# Per output dtype: |kernel - reference| <= atol + rtol * max(|reference|, mean |reference|)
-# for EVERY element. Stricter than KernelBench (1e-2 everywhere); no share may be off.
-TOLERANCES = {
-    ir.DType.F32: (1e-5, 1e-4),
-    ir.DType.F16: (1e-3, 4e-3),
-    ir.DType.BF16: (8e-3, 1.6e-2),
-}
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
 PER_PASS_VERIFY_LIMIT = 1 << 20
 PASSING_VERDICTS = {"PASS", "NO_COMPARE"}
-# pypto judges each verified pass against our golden with its own, fp32-strict tolerance;
-# for f16/bf16 one rounding step of the golden exceeds it. A pass pypto calls FAILED is
-# still accepted when its max abs diff is within ptodsl's bound for the output's dtype.
+# An output is vacuous when its reference is within this many atol of zero everywhere.
+VACUOUS_ATOL_FACTOR = 10
+WORST_SHOWN = 5
+VACUITY_HINT = (
+    "choose inputs that make it large and varied: an `in` domain, another --seed, or a larger scale"
+)
 
 TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
 
@@ -46,7 +54,7 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
         logits = torch.randn(shape, generator=generator, dtype=torch.float64)
         values = torch.softmax(logits * (1.0 + 0.5 * index), dim=-1)
     elif tensor.domain == "sign":
-        values = torch.randint(0, 2, shape, generator=generator).to(torch.float64) * 2 - 1
+        values = _signs(shape, generator)
     else:
         # Close enough that norms of differences stay comparable (triplet margins matter),
         # apart enough that swapping two inputs changes every result.
@@ -55,16 +63,42 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
     return values.to(TORCH_DTYPES[tensor.type.dtype])
 
 
+def _signs(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """Coin flips of -1 and +1, with about a quarter of the slices along every axis all -1:
+    a max along one axis then varies and differs from a max along another (with plain
+    coin flips every max is 1). A min of signs stays -1 everywhere, which the check reports
+    as vacuous: no input can have both all -1 rows and all +1 columns."""
+    values = torch.randint(0, 2, shape, generator=generator).to(torch.float64) * 2 - 1
+    for axis, extent in enumerate(shape):
+        forced = torch.rand(extent, generator=generator) < 0.25
+        mask = forced.reshape([extent if a == axis else 1 for a in range(len(shape))])
+        values = torch.where(mask, -1.0, values)
+    return values
+
+
+@attrs.frozen
+class Element:
+    """One element of an output: where it is, what the kernel gave and what was expected."""
+
+    index: tuple[int, ...]
+    got: float
+    expected: float
+    bound: float
+
+
 @attrs.frozen
 class OutputCheck:
     name: str
     shape: tuple[int, ...]
-    max_abs_error: float
-    max_rel_error: float
-    mismatched: int
+    dtype: str
     atol: float
     rtol: float
-    problem: str | None = None  # why the comparison could not be made
+    max_abs_error: float = math.nan
+    worst_ratio: float = math.nan  # max over elements of error / bound: <= 1 passes
+    mismatched: int = 0
+    bound_range: tuple[float, float] = (math.nan, math.nan)
+    worst: tuple[Element, ...] = ()  # the elements furthest over (or nearest to) the bound
+    problem: str | None = None  # why the output fails other than by its errors
 
     @property
     def ok(self) -> bool:
@@ -72,80 +106,163 @@ class OutputCheck:
 
 
 @attrs.frozen
+class PassCheck:
+    """One of pypto's per-pass verdicts and whether ptodsl accepts it: always when pypto
+    passes it; never when it fails an f32 pass; a failed f16/bf16 pass (pypto's tolerance
+    is fp32-strict) only when every element of the pass's tensor is within ptodsl's bound."""
+
+    pass_name: str
+    verdict: str
+    max_abs_diff: float | None
+    dtype: str
+    ok: bool
+    note: str = ""
+
+
+def judge_pass(
+    result: PassResult,
+    outputs: tuple[ir.Output, ...],
+    expected: tuple[torch.Tensor, ...],
+    bounds: tuple[torch.Tensor, ...],
+) -> PassCheck:
+    judged = functools.partial(
+        PassCheck, result.pass_name, result.verdict, result.max_abs_diff, result.dtype
+    )
+    if result.verdict in PASSING_VERDICTS:
+        return judged(True)
+    if result.values is None:
+        return judged(False)
+    for output, golden, bound in zip(outputs, expected, bounds, strict=True):
+        if golden.numel() != result.values.numel():
+            continue
+        error = (result.values.to(torch.float64) - golden.flatten()).abs()
+        if bool((error <= bound.flatten()).all()):
+            return judged(True, f"every element within its bound of `{output.name}`")
+    return judged(False)
+
+
+@attrs.frozen
 class CheckReport:
     kernel: str
+    spec: str
+    module: str  # the checked module: "generated" or the --kernel path
+    golden: str
+    plan: str
     seed: int
+    scaled: tuple[str, ...]  # problem constants resized to the spec's --dim sizes
     verify: str
     outputs: tuple[OutputCheck, ...]
-    passes: tuple[PassResult, ...]
-    pass_bound: float  # the largest max-abs-diff a verified pass may show
+    problems: tuple[str, ...]  # why the check proves nothing, beyond single outputs
+    passes: tuple[PassCheck, ...]
     sim_time_us: float
     total_cycles: int
 
-    def pass_ok(self, result: PassResult) -> bool:
-        if result.verdict in PASSING_VERDICTS:
-            return True
-        return result.max_abs_diff is not None and result.max_abs_diff <= self.pass_bound
-
     @property
-    def failed_passes(self) -> tuple[PassResult, ...]:
-        return tuple(p for p in self.passes if not self.pass_ok(p))
+    def failed_passes(self) -> tuple[PassCheck, ...]:
+        return tuple(p for p in self.passes if not p.ok)
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs) and not self.failed_passes
+        return all(o.ok for o in self.outputs) and not self.problems and not self.failed_passes
 
     def to_json(self) -> dict:
         return {
             "kernel": self.kernel,
             "ok": self.ok,
+            "spec": self.spec,
+            "module": self.module,
+            "golden": self.golden,
+            "plan": self.plan,
             "seed": self.seed,
+            "scaled": list(self.scaled),
             "verify": self.verify,
+            "bound_rule": BOUND_RULE,
             "sim_time_us": self.sim_time_us,
             "total_cycles": self.total_cycles,
+            "problems": list(self.problems),
             "outputs": [attrs.asdict(o) | {"ok": o.ok} for o in self.outputs],
-            "pass_bound": self.pass_bound,
-            "passes": [p._asdict() | {"ok": self.pass_ok(p)} for p in self.passes],
+            "passes": [attrs.asdict(p) for p in self.passes],
         }
 
 
 def compare(
-    name: str, actual: torch.Tensor, expected: torch.Tensor, dtype: ir.DType
+    name: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    scale: torch.Tensor,
+    dtype: ir.DType,
 ) -> OutputCheck:
+    """Every element of `actual` within atol + rtol * scale of `expected` (float64), with
+    the declared dtype and shape exactly, and an expected output no trivial kernel matches."""
     atol, rtol = TOLERANCES[dtype]
     shape = tuple(expected.shape)
+    failed = functools.partial(OutputCheck, name, shape, dtype.value, atol, rtol)
+    if actual.dtype != TORCH_DTYPES[dtype]:
+        return failed(problem=f"kernel returned {actual.dtype}, the spec declares {dtype.value}")
     if tuple(actual.shape) != shape:
-        problem = f"kernel returned shape {list(actual.shape)}, expected {list(shape)}"
-        return OutputCheck(name, shape, math.inf, math.inf, expected.numel(), atol, rtol, problem)
+        return failed(problem=f"kernel returned shape {list(actual.shape)}, expected {list(shape)}")
     if not torch.isfinite(expected).all():
-        problem = "the reference is not finite here: declare an input domain (e.g. `in positive`)"
-        return OutputCheck(name, shape, math.nan, math.nan, 0, atol, rtol, problem)
-    if expected.numel() and not expected.any():
-        problem = "the reference is 0 everywhere for these inputs, so it proves nothing"
-        return OutputCheck(name, shape, math.nan, math.nan, 0, atol, rtol, problem)
-    actual = actual.to(torch.float64)
-    error = (actual - expected).abs()
+        return failed(
+            problem="the reference is not finite here: declare an input domain (e.g. `in positive`)"
+        )
+    bound = element_bound(scale, dtype)
+    error = (actual.to(torch.float64) - expected).abs()
     error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
-    relative = error / expected.abs().clamp_min(1e-30)
-    # An element near zero that is the sum of many terms (a matmul or reduction output)
-    # carries the rounding of those terms: its relative bound uses the output's typical
-    # (mean) magnitude. Every element is still checked; none may be off.
-    magnitude = expected.abs().clamp_min(float(expected.abs().mean()))
-    mismatched = int((error > atol + rtol * magnitude).sum())
-    max_abs = float(error.max()) if error.numel() else 0.0
-    max_rel = float(relative.max()) if relative.numel() else 0.0
-    return OutputCheck(name, shape, max_abs, max_rel, mismatched, atol, rtol)
+    ratio = error / bound
+    order = torch.argsort(ratio.flatten(), descending=True)[:WORST_SHOWN]
+    worst = tuple(
+        Element(
+            tuple(int(i) for i in torch.unravel_index(position, shape)) if shape else (),
+            float(actual.flatten()[position]),
+            float(expected.flatten()[position]),
+            float(bound.flatten()[position]),
+        )
+        for position in order
+    )
+    return OutputCheck(
+        name,
+        shape,
+        dtype.value,
+        atol,
+        rtol,
+        max_abs_error=float(error.max()) if error.numel() else 0.0,
+        worst_ratio=float(ratio.max()) if ratio.numel() else 0.0,
+        mismatched=int((error > bound).sum()),
+        bound_range=(float(bound.min()), float(bound.max())) if bound.numel() else (0.0, 0.0),
+        worst=worst,
+        problem=vacuity(expected, bound, atol),
+    )
+
+
+def vacuity(expected: torch.Tensor, bound: torch.Tensor, atol: float) -> str | None:
+    """Why the tolerance, rather than the kernel, would make this output pass, if it would."""
+    if not expected.numel():
+        return None
+    largest = float(expected.abs().max())
+    if largest <= VACUOUS_ATOL_FACTOR * atol:
+        return (
+            f"vacuous: the reference is at most {largest:.3g}, within {VACUOUS_ATOL_FACTOR} "
+            f"atol of zero, so the tolerance decides; {VACUITY_HINT}"
+        )
+    if bool((expected.abs() <= bound).all()):
+        return f"vacuous: a kernel returning zeros would pass; {VACUITY_HINT}"
+    if expected.numel() > 1 and float((expected - bound).max()) <= float((expected + bound).min()):
+        return f"vacuous: a kernel returning one constant everywhere would pass; {VACUITY_HINT}"
+    return None
 
 
 @attrs.frozen
 class Case:
     """What one check runs: every kernel input (weights included, in declaration order), the
-    `ModelNew` arguments, `forward`'s scalars, and the expected outputs."""
+    `ModelNew` arguments, `forward`'s scalars, the expected outputs and their error scales."""
 
     inputs: list[torch.Tensor]
     init_kwargs: dict[str, ir.ParamValue]
     forward_scalars: list[float]
     expected: tuple[torch.Tensor, ...]
+    scales: tuple[torch.Tensor, ...]
+    ambiguities: tuple[str, ...] = ()
+    scaled: tuple[str, ...] = ()
 
     def forward_and_state(
         self, checked: ir.Kernel
@@ -155,6 +272,17 @@ class Case:
         tensors = [value for tensor, value in pairs if tensor.init is None]
         state = {tensor.name: value for tensor, value in pairs if tensor.init is not None}
         return [*tensors, *self.forward_scalars], state
+
+
+def _bounds(
+    checked: ir.Kernel,
+    inputs: list[torch.Tensor],
+    init_kwargs: Mapping[str, ir.ParamValue],
+    forward_scalars: list[float],
+):
+    params = dict(init_kwargs)
+    params.update(zip((p.name for p in checked.forward_params), forward_scalars, strict=True))
+    return evaluate_bounds(checked, inputs, params)
 
 
 def spec_case(compiled: Compiled, seed: int) -> Case:
@@ -168,7 +296,16 @@ def spec_case(compiled: Compiled, seed: int) -> Case:
     init_kwargs = {p.name: p.default for p in checked.init_params}
     forward_scalars = [p.default for p in checked.forward_params]
     expected = evaluate_reference(compiled, inputs, init_kwargs, forward_scalars)
-    return Case(inputs, init_kwargs, forward_scalars, expected)
+    bounded, ambiguities = _bounds(checked, inputs, init_kwargs, forward_scalars)
+    for output, reference, own in zip(checked.outputs, expected, bounded, strict=True):
+        # Two evaluations of the same spec, by different code: they must agree to rounding.
+        gap = (reference - own.value).abs() - 1e-9 * (1.0 + own.scale)
+        if reference.shape != own.value.shape or bool((gap > 0).any()):
+            raise RuntimeError(
+                f"the reference and the error-bound evaluation of {output.name} differ"
+            )
+    scales = tuple(b.scale for b in bounded)
+    return Case(inputs, init_kwargs, forward_scalars, expected, scales, tuple(ambiguities))
 
 
 def evaluate_reference(
@@ -187,72 +324,119 @@ def evaluate_reference(
     return expected if isinstance(expected, tuple) else (expected,)
 
 
-def problem_case(compiled: Compiled, problem_path: Path, seed: int) -> Case:
+def problem_case(
+    compiled: Compiled,
+    problem_path: Path,
+    seed: int,
+    rescale: Mapping[int, int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> Case:
     """The problem's own inputs and init arguments, checked against the spec's declarations,
-    and its own Model's output (in float64) as the golden. The Model's parameters, matched
-    to the spec's weights in order, get seeded random values in both models, so that a
-    kernel ignoring a weight cannot pass on ones and zeros."""
+    and its own Model's output (in float64) as the golden, computed in a worker process.
+    The Model's parameters, matched to the spec's weights in order, get seeded random
+    values in both models, so that a kernel ignoring a weight cannot pass on ones and
+    zeros."""
     checked = compiled.lowered.checked
-    try:
-        problem = import_file(problem_path, f"ptodsl_problem_{problem_path.stem}_{seed}")
-        torch.manual_seed(seed)
-        init_values = list(problem.get_init_inputs())
-        given = list(problem.get_inputs())
-        model = problem.Model(*init_values)
-    except Exception as error:  # the problem file is the user's code: report, don't crash
-        raise ValueError(f"cannot load {problem_path}: {type(error).__name__}: {error}") from None
-    init_kwargs = _init_arguments(checked, init_values)
-    tensors = [v for v in given if isinstance(v, torch.Tensor)]
-    scalars = [float(v) for v in given if not isinstance(v, torch.Tensor)]
-    arguments = checked.tensor_arguments
-    if len(tensors) != len(arguments) or len(scalars) != len(checked.forward_params):
-        raise ValueError(
-            f"the problem's get_inputs() gives {len(tensors)} tensors and {len(scalars)} "
-            f"scalars; the spec takes {len(arguments)} tensor inputs and "
-            f"{len(checked.forward_params)} forward scalars"
-        )
-    for tensor, declared in zip(tensors, arguments, strict=True):
-        _expect_tensor(f"input `{declared.name}`", tensor, declared, "the problem gives")
-    weights = _randomized_weights(checked, model, seed)
-    by_name = dict(zip((t.name for t in arguments), tensors, strict=True))
-    inputs = [by_name[t.name] if t.init is None else weights[t.name] for t in checked.inputs]
-    model = model.double()
-    with torch.no_grad():
-        expected = model(*(v.double() if isinstance(v, torch.Tensor) else v for v in given))
-    expected = expected if isinstance(expected, tuple) else (expected,)
+    weights = [
+        make_input(tensor, index, seed)
+        for index, tensor in enumerate(checked.inputs)
+        if tensor.init is not None
+    ]
+    run = run_problem(problem_path, seed, weights, rescale, timeout)
+    where = f"problem {problem_path}"
+    init_kwargs = _init_arguments(checked, run.init_values, where)
+    tensors, scalars = _forward_arguments(checked, run, where)
+    _check_parameters(checked, run, where)
+    assert run.expected is not None, "the weights fit, so the problem ran forward"
+    by_name = dict(zip((t.name for t in checked.tensor_arguments), tensors, strict=True))
+    weight_values = dict(zip((w.name for w in checked.weights), weights, strict=True))
+    inputs = [by_name.get(t.name, weight_values.get(t.name)) for t in checked.inputs]
+    expected = tuple(run.expected)
     if len(expected) != len(checked.outputs):
-        raise ValueError(
-            f"the problem's Model returns {len(expected)} outputs, the spec declares "
+        raise ProblemError(
+            f"{where}: its Model returns {len(expected)} outputs, the spec declares "
             f"{len(checked.outputs)}"
         )
     for output, value in zip(checked.outputs, expected, strict=True):
         if tuple(value.shape) != output.declared_shape:
-            raise ValueError(
-                f"output `{output.name}`: the problem's Model returns {list(value.shape)}, "
-                f"the spec declares {list(output.declared_shape)}"
+            raise ProblemError(
+                f"{where}: output `{output.name}`: the problem's Model returns "
+                f"{list(value.shape)}, the spec declares {list(output.declared_shape)}"
             )
-    return Case(inputs, init_kwargs, scalars, expected)
+    bounded, ambiguities = _bounds(checked, inputs, init_kwargs, scalars)
+    for output, value, own in zip(checked.outputs, expected, bounded, strict=True):
+        _expect_same_meaning(output, value, own, where)
+    scales = tuple(b.scale for b in bounded)
+    return Case(
+        inputs, init_kwargs, scalars, expected, scales, tuple(ambiguities), tuple(run.scaled)
+    )
 
 
-def _init_arguments(checked: ir.Kernel, init_values: list) -> dict[str, ir.ParamValue]:
+def _expect_same_meaning(output: ir.Output, golden: torch.Tensor, own, where: str) -> None:
+    """The spec's own float64 value must be within the kernel's bound of the problem's:
+    otherwise no kernel of this spec could pass, and the spec is what to fix."""
+    bound = element_bound(own.scale, output.type.dtype)
+    error = (golden.to(torch.float64) - own.value).abs()
+    if not bool((error <= bound).all()):
+        position = torch.argmax(error / bound)
+        index = [int(i) for i in torch.unravel_index(position, golden.shape)]
+        ours, theirs = own.value.flatten()[position], golden.flatten()[position]
+        raise ProblemError(
+            f"{where}: output `{output.name}`: the spec computes something else than the "
+            f"problem's Model: at {index} the spec gives {float(ours):.6g}, the Model "
+            f"{float(theirs):.6g} (bound {float(bound.flatten()[position]):.3g})"
+        )
+
+
+def _forward_arguments(
+    checked: ir.Kernel, run: ProblemRun, where: str
+) -> tuple[list[torch.Tensor], list[float]]:
+    """The problem's forward arguments must come in ModelNew.forward's order: the spec's
+    tensor inputs first, then its forward scalars."""
+    kinds = ["tensor" if isinstance(v, torch.Tensor) else "scalar" for v in run.inputs]
+    tensors = [v for v in run.inputs if isinstance(v, torch.Tensor)]
+    scalars = [float(v) for v in run.inputs if not isinstance(v, torch.Tensor)]
+    arguments = checked.tensor_arguments
+    if len(tensors) != len(arguments) or len(scalars) != len(checked.forward_params):
+        raise ProblemError(
+            f"{where}: its get_inputs() gives {len(tensors)} tensors and {len(scalars)} "
+            f"scalars; the spec takes {len(arguments)} tensor inputs and "
+            f"{len(checked.forward_params)} forward scalars"
+        )
+    wanted = ["tensor"] * len(tensors) + ["scalar"] * len(scalars)
+    if kinds != wanted:
+        raise ProblemError(
+            f"{where}: its forward takes ({', '.join(kinds)}), ModelNew.forward takes "
+            f"({', '.join(wanted)}): tensors first, then scalars, so it is not a drop-in"
+        )
+    for tensor, declared in zip(tensors, arguments, strict=True):
+        _expect_tensor(f"{where}: input `{declared.name}`", tensor, declared, "the problem gives")
+    return tensors, scalars
+
+
+def _init_arguments(checked: ir.Kernel, init_values: list, where: str) -> dict[str, ir.ParamValue]:
     """The spec's init params given the problem's `get_init_inputs()`, in order; a fixed
     param must equal the value its kernel is built for."""
     params = checked.init_params
     if len(init_values) > len(params):
-        raise ValueError(
-            f"the problem builds Model with {len(init_values)} arguments; the spec declares "
+        raise ProblemError(
+            f"{where}: it builds Model with {len(init_values)} arguments; the spec declares "
             f"{len(params)} params ({', '.join(p.name for p in params) or 'none'})"
         )
     init_kwargs = {p.name: p.default for p in params}
     for param, value in zip(params, init_values, strict=False):
         if not param.fixed:
+            if isinstance(value, tuple):
+                raise ProblemError(
+                    f"{where}: param `{param.name}`: the problem builds Model with {value!r}, "
+                    "the spec declares a number"
+                )
             init_kwargs[param.name] = float(value)
             continue
-        given = tuple(value) if isinstance(value, list | tuple) else value
-        if given != param.default:
-            raise ValueError(
-                f"param `{param.name}`: the problem builds Model with {given!r}, the spec's "
-                f"kernel is built for {param.default!r}"
+        if value != param.default:
+            raise ProblemError(
+                f"{where}: param `{param.name}`: the problem builds Model with {value!r}, the "
+                f"spec's kernel is built for {param.default!r}"
             )
     return init_kwargs
 
@@ -260,35 +444,31 @@ def _init_arguments(checked: ir.Kernel, init_values: list) -> dict[str, ir.Param
 def _expect_tensor(what: str, tensor: torch.Tensor, declared: ir.Input, source: str) -> None:
     torch_dtype = TORCH_DTYPES[declared.type.dtype]
     if tuple(tensor.shape) != declared.declared_shape or tensor.dtype != torch_dtype:
-        raise ValueError(
+        raise ProblemError(
             f"{what}: {source} {tensor.dtype} {list(tensor.shape)}, the spec declares "
             f"{declared.type.dtype.value} {list(declared.declared_shape)}"
         )
 
 
-def _randomized_weights(checked: ir.Kernel, model: torch.nn.Module, seed: int) -> dict:
-    parameters = list(model.parameters())
+def _check_parameters(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
     weights = checked.weights
+    parameters = run.parameters
     if len(parameters) != len(weights):
         shapes = ", ".join(str(list(p.shape)) for p in parameters) or "none"
-        raise ValueError(
-            f"the problem's Model has {len(parameters)} parameters ({shapes}); the spec "
+        raise ProblemError(
+            f"{where}: its Model has {len(parameters)} parameters ({shapes}); the spec "
             f"declares {len(weights)} weights ({', '.join(w.name for w in weights) or 'none'})"
         )
-    values = {}
     for parameter, weight in zip(parameters, weights, strict=True):
-        _expect_tensor(f"weight `{weight.name}`", parameter.detach(), weight, "the problem has")
-        initial = getattr(torch, weight.init)(parameter.shape, dtype=parameter.dtype)
-        if not torch.equal(parameter.detach(), initial):
-            raise ValueError(
-                f"weight `{weight.name}`: the problem's Model does not start it as "
+        _expect_tensor(
+            f"{where}: weight `{weight.name}`", parameter.initial, weight, "the problem has"
+        )
+        initial = getattr(torch, weight.init)(parameter.shape, dtype=parameter.initial.dtype)
+        if not torch.equal(parameter.initial, initial):
+            raise ProblemError(
+                f"{where}: weight `{weight.name}`: the problem's Model does not start it as "
                 f"`{weight.init}`, so ModelNew would start from different values"
             )
-        index = checked.inputs.index(weight)
-        values[weight.name] = make_input(weight, index, seed)
-        with torch.no_grad():
-            parameter.copy_(values[weight.name])
-    return values
 
 
 def choose_verify(kernel: ir.Kernel, passes: str) -> str:
@@ -305,20 +485,27 @@ def run_check(
     seed: int = 0,
     passes: str = "auto",
     against: Path | None = None,
+    rescale: Mapping[int, int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> CheckReport:
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
     torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
-    file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden."""
-    case = problem_case(compiled, against, seed) if against else spec_case(compiled, seed)
-    expected = case.expected
+    file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden (its
+    module-level size constants resized by `rescale`). `timeout` limits each worker."""
+    if against is not None:
+        case = problem_case(compiled, against, seed, rescale, timeout)
+        golden = f"problem {against} (its Model in float64)"
+    else:
+        case = spec_case(compiled, seed)
+        golden = "the spec's torch reference in float64"
     checked = compiled.lowered.checked
     arguments, state = case.forward_and_state(checked)
-    lowered = compiled.kernel
     goldens = [
         e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
-        for e, o in zip(expected, lowered.outputs, strict=True)
+        for e, o in zip(case.expected, compiled.kernel.outputs, strict=True)
     ]
     verify = choose_verify(checked, passes)
+    module = "generated by ptodsl" if kernel_path is None else str(kernel_path)
     with tempfile.TemporaryDirectory(prefix="ptodsl-check-") as scratch:
         if kernel_path is None:
             kernel_path = Path(scratch) / f"{compiled.name}.py"
@@ -331,56 +518,92 @@ def run_check(
             kernel_inputs=len(case.inputs),
             verify=verify,
             state=state,
+            timeout=timeout,
         )
     outputs = tuple(
-        compare(o.name, actual, e, o.type.dtype)
-        for o, actual, e in zip(checked.outputs, run.outputs, expected, strict=False)
-    )
-    if len(run.outputs) != len(checked.outputs):
-        problem = (
-            f"kernel returned {len(run.outputs)} outputs, the spec declares {len(checked.outputs)}"
+        compare(o.name, actual, e, scale, o.type.dtype)
+        for o, actual, e, scale in zip(
+            checked.outputs, run.outputs, case.expected, case.scales, strict=False
         )
-        outputs += (OutputCheck("(outputs)", (), math.inf, math.inf, 1, 0.0, 0.0, problem),)
+    )
+    bounds = tuple(
+        element_bound(scale, o.type.dtype)
+        for o, scale in zip(checked.outputs, case.scales, strict=True)
+    )
+    problems = tuple(f"vacuous: {a}; {VACUITY_HINT}" for a in case.ambiguities)
+    if len(run.outputs) != len(checked.outputs):
+        problems += (
+            f"the kernel returned {len(run.outputs)} outputs, the spec declares "
+            f"{len(checked.outputs)}",
+        )
     return CheckReport(
         kernel=compiled.name,
+        spec=compiled.filename,
+        module=module,
+        golden=golden,
+        plan=compiled.plan_origin,
         seed=seed,
+        scaled=case.scaled,
         verify=verify,
         outputs=outputs,
-        passes=run.pass_results,
-        pass_bound=max(
-            TOLERANCES[o.type.dtype][0] + TOLERANCES[o.type.dtype][1] * float(e.abs().max())
-            for o, e in zip(checked.outputs, expected, strict=True)
+        problems=problems,
+        passes=tuple(
+            judge_pass(p, checked.outputs, case.expected, bounds) for p in run.pass_results
         ),
         sim_time_us=run.sim_time_us,
         total_cycles=run.total_cycles,
     )
 
 
+_VERIFY_TEXT = {
+    "all": "graph and per-pass (tile-level) verification",
+    "graph": "graph-level verification",
+    "none": "no verification",
+}
+
+
 def format_report(report: CheckReport) -> str:
-    verify_text = {
-        "all": "graph and per-pass (tile-level) verification",
-        "graph": "graph-level verification",
-        "none": "no verification",
-    }[report.verify]
-    rows = [("output", "shape", "max abs err", "max rel err", "tolerance", "result")]
+    lines = [
+        f"ptodsl check {report.kernel}: {'PASS' if report.ok else 'FAIL'}",
+        f"  spec:    {report.spec}",
+        f"  kernel:  {report.module}",
+        f"  golden:  {report.golden}",
+        f"  plan:    {report.plan}",
+        f"  inputs:  seed {report.seed}"
+        + (f"; ran scaled: {', '.join(report.scaled)}" if report.scaled else ""),
+        f"  run:     pypto SIM, {_VERIFY_TEXT[report.verify]}",
+    ]
+    lines += textwrap.wrap(BOUND_RULE, 92, initial_indent="  bound:   ", subsequent_indent=" " * 11)
+    rows = [("output", "shape", "dtype", "max abs err", "err/bound", "bounds", "result")]
     for o in report.outputs:
         result = "ok" if o.ok else (o.problem or f"FAIL: {o.mismatched} elements off")
+        low, high = o.bound_range
         rows.append(
             (
                 o.name,
                 str(list(o.shape)),
+                o.dtype,
                 f"{o.max_abs_error:.3g}",
-                f"{o.max_rel_error:.3g}",
-                f"atol {o.atol:g} rtol {o.rtol:g}",
+                f"{o.worst_ratio:.3g}",
+                f"{low:.3g} .. {high:.3g}",
                 result,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f"ptodsl check {report.kernel}: pypto SIM, {verify_text}, seed {report.seed}"]
     lines += [
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+    for o in report.outputs:
+        if o.mismatched:
+            lines.append(f"worst elements of {o.name} (of {o.mismatched} off):")
+            lines += [
+                f"  {o.name}{list(e.index)}: got {e.got:.8g}, expected {e.expected:.8g}, "
+                f"error {abs(e.got - e.expected):.3g} > bound {e.bound:.3g}"
+                for e in o.worst
+                if not abs(e.got - e.expected) <= e.bound
+            ]
+    lines += [f"problem: {problem}" for problem in report.problems]
     if report.passes:
         failed = report.failed_passes
         summary = f"{len(report.passes)} pass checks, " + (
@@ -389,9 +612,7 @@ def format_report(report: CheckReport) -> str:
         lines.append(f"pypto pass verification: {summary}")
         for p in report.passes:
             diff = "" if p.max_abs_diff is None else f" (max abs diff {p.max_abs_diff:.3g})"
-            accepted = ""
-            if p.verdict not in PASSING_VERDICTS and report.pass_ok(p):
-                accepted = f", within ptodsl's bound {report.pass_bound:.3g}: ok"
+            accepted = f", accepted for {p.dtype}: {p.note}" if p.note else ""
             lines.append(f"  {p.pass_name}: {p.verdict}{diff}{accepted}")
     lines.append(
         f"simulated time: {report.sim_time_us:.2f} us (AICore end-to-end), "

@@ -22,6 +22,7 @@ from ptodsl.plan import format_plan
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
 from ptodsl.tuning import cached_tuning
+from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
@@ -81,6 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     check_command.add_argument("--seed", type=int, default=0)
     check_command.add_argument("--json", action="store_true", help="print the report as JSON")
     check_command.add_argument(
+        "--untuned", action="store_true", help="check the default plan, not a tuned one"
+    )
+    check_command.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="limit for the problem's code and for the simulation, each (default: %(default)g)",
+    )
+    check_command.add_argument(
         "--passes",
         choices=("auto", "all", "graph"),
         default="auto",
@@ -102,6 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     coverage_command.add_argument(
         "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
+    )
+    coverage_command.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="limit for each problem's code and each simulation (default: %(default)g)",
     )
     return parser
 
@@ -196,13 +214,20 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     # Imported here: checking pulls in torch, which `compile` does not need.
+    from ptodsl.api import compile as compile_spec
     from ptodsl.checking import format_report, run_check
     from ptodsl.simulator import SimulationError
 
-    compiled = Compiled(lower(_read_spec(args.spec), dict(args.dim)))
+    source = _read_spec(args.spec)
+    dims = dict(args.dim)
+    compiled = compile_spec(
+        source.text, name=str(args.spec), dims=dims, tuning=None if args.untuned else "cached"
+    )
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
             raise UserError(f"cannot read {path}: no such file")
+    if args.timeout <= 0:
+        raise UserError("--timeout must be positive")
     try:
         report = run_check(
             compiled,
@@ -210,6 +235,8 @@ def _check(args: argparse.Namespace) -> int:
             seed=args.seed,
             passes=args.passes,
             against=args.against,
+            rescale=_problem_rescale(source, dims),
+            timeout=args.timeout,
         )
     except SimulationError as error:
         print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
@@ -223,20 +250,46 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR
 
 
+def _problem_rescale(source: Source, dims: dict[str, int]) -> dict[int, int]:
+    """`--dim` for a problem file: its size constants equal to a resized dim's declared size
+    take the new size; two dims of one size resized differently cannot be told apart."""
+    declared = {d.name: d.size for d in lower(source, until="check").checked.dims}
+    rescale: dict[int, int] = {}
+    for name, size in dims.items():
+        old = declared[name]
+        if rescale.get(old, size) != size:
+            raise UserError(
+                f"--dim resizes two dims of size {old} differently; the problem's size "
+                "constants could not tell which is which"
+            )
+        if old != size:
+            rescale[old] = size
+    return rescale
+
+
 def _coverage(args: argparse.Namespace) -> int:
-    from ptodsl.coverage import format_table, run_coverage
+    from ptodsl.coverage import INTERNAL_ERROR, format_table, run_coverage
 
     for folder in (args.problems, args.specs):
         if not folder.is_dir():
             raise UserError(f"{folder} is not a folder")
+    if args.timeout <= 0:
+        raise UserError("--timeout must be positive")
 
     def progress(row) -> None:
         print(" | ".join(row.cells()), file=sys.stderr, flush=True)
 
-    rows = run_coverage(args.problems, args.specs, args.only, progress)
+    rows = run_coverage(args.problems, args.specs, args.only, progress, args.timeout)
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
     sys.stdout.write(format_table(rows))
+    if any(row.verdict.startswith(INTERNAL_ERROR) for row in rows):
+        print(
+            "ptodsl: internal errors in the rows above are bugs in ptodsl; report them with "
+            "the spec and problem that caused them",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
     return EXIT_OK if all(row.verdict == "PASS" for row in rows) else EXIT_SPEC_ERROR
 
 

@@ -16,7 +16,9 @@ import attrs
 
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
+from ptodsl.problems import ProblemError
 from ptodsl.tables import markdown_table
+from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 _NUMBER = re.compile(r"^(\d+)_")
 
@@ -54,11 +56,18 @@ def problem_number(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def by_number(paths: Iterable[Path]) -> dict[int, Path]:
-    return {n: p for p in paths if (n := problem_number(p)) is not None}
+def by_number(paths: Iterable[Path]) -> dict[int, list[Path]]:
+    """Numbered files grouped by number, each group sorted by name."""
+    groups: dict[int, list[Path]] = {}
+    for path in sorted(paths):
+        number = problem_number(path)
+        if number is not None:
+            groups.setdefault(number, []).append(path)
+    return groups
 
 
-def check_pair(spec: Path, problem: Path) -> Row:
+def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
+    """One row, whatever happens: a failure of one problem never loses the table."""
     # Imported here: checking pulls in torch.
     from ptodsl.checking import run_check
     from ptodsl.simulator import SimulationError
@@ -66,15 +75,23 @@ def check_pair(spec: Path, problem: Path) -> Row:
     number = problem_number(problem)
     assert number is not None
     started = time.monotonic()
+
+    def row(verdict: str) -> Row:
+        return Row(number, problem.name, spec.name, verdict)
+
     try:
         compiled = compile_spec(spec.read_text(encoding="utf-8"), name=spec.name)
-        report = run_check(compiled, against=problem)
+        report = run_check(compiled, against=problem, timeout=timeout)
     except SpecError as error:
-        return Row(number, problem.name, spec.name, f"SPEC ERROR: {error.message}")
+        return row(f"SPEC ERROR: {error.message}")
+    except ProblemError as error:
+        return row(f"PROBLEM ERROR: {_one_line(error)}")
     except ValueError as error:
-        return Row(number, problem.name, spec.name, f"MISMATCH: {error}")
+        return row(f"MISMATCH: {_one_line(error)}")
     except SimulationError as error:
-        return Row(number, problem.name, spec.name, "DID NOT RUN: " + str(error).splitlines()[0])
+        return row(f"DID NOT RUN: {_one_line(error)}")
+    except Exception as error:  # noqa: BLE001 - a bug in ptodsl costs its row, not the table
+        return row(f"{INTERNAL_ERROR}: {type(error).__name__}: {_one_line(error)}")
     error = max((o.max_abs_error for o in report.outputs), default=0.0)
     return Row(
         number,
@@ -87,27 +104,44 @@ def check_pair(spec: Path, problem: Path) -> Row:
     )
 
 
+INTERNAL_ERROR = "INTERNAL ERROR"
+
+
+def _one_line(error: Exception) -> str:
+    lines = str(error).splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def run_coverage(
     problems_dir: Path,
     specs_dir: Path,
     only: Iterable[int] = (),
     progress: Callable[[Row], None] = lambda row: None,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Row]:
-    """One row per problem file with a number (those without a spec say so)."""
-    problems = by_number(sorted(problems_dir.glob("*.py")))
-    specs = by_number(sorted(specs_dir.glob("*.pto")))
+    """One row per numbered problem file, duplicates of a number included; a problem without
+    a spec, or whose number several specs share, says so in its row."""
+    problems = by_number(problems_dir.glob("*.py"))
+    specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
     rows = []
-    for number in sorted(problems):
+    for number, paths in sorted(problems.items()):
         if wanted and number not in wanted:
             continue
-        problem = problems[number]
-        if number in specs:
-            row = check_pair(specs[number], problem)
-        else:
-            row = Row(number, problem.name, "", "NO SPEC")
-        progress(row)
-        rows.append(row)
+        for problem in paths:
+            candidates = specs.get(number, [])
+            if not candidates:
+                row = Row(number, problem.name, "", "NO SPEC")
+            elif len(candidates) > 1:
+                names = ", ".join(p.name for p in candidates)
+                row = Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}")
+            else:
+                row = check_pair(candidates[0], problem, timeout)
+            if len(paths) > 1:
+                others = ", ".join(p.name for p in paths if p != problem)
+                row = attrs.evolve(row, problem=f"{problem.name} (number shared with {others})")
+            progress(row)
+            rows.append(row)
     return rows
 
 

@@ -11,7 +11,6 @@ out of pypto 0.2.0 quickly.
 from __future__ import annotations
 
 import configparser
-import contextlib
 import csv
 import ctypes
 import fcntl
@@ -20,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,9 +31,9 @@ import attrs
 import torch
 
 from ptodsl.api import cache_dir
+from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_lines, run_worker
 
 VERIFY_LEVELS = ("none", "graph", "all")
-DEFAULT_TIMEOUT_S = 600.0
 # The cost model counts cycles of a 1.8 GHz clock; pypto's own summary divides by 1800.
 CYCLES_PER_US = 1800
 
@@ -44,7 +42,6 @@ _REQUEST_FILE = "request.json"
 _TENSORS_FILE = "tensors.pt"
 _OUTPUTS_FILE = "outputs.pt"
 _ERROR_FILE = "error.txt"
-_LOG_FILE = "worker.log"
 _PYPTO_OUTPUT_DIR = "pypto_output"
 _LOG_TAIL_LINES = 12
 # "[ERROR] PYPTO(pid):date time [file.cpp:line][MODULE]:message", printed with ASCEND_SLOG_*.
@@ -68,6 +65,10 @@ class PassResult(NamedTuple):
     pass_name: str
     verdict: str
     max_abs_diff: float | None
+    dtype: str  # pypto's name of the verified tensor's dtype, e.g. DT_FP32
+    # The verified tensor's values, flat, kept for low-precision passes pypto failed (its
+    # tolerance is fp32-strict), so that ptodsl can judge them element by element.
+    values: torch.Tensor | None = None
 
 
 @attrs.frozen(eq=False)
@@ -279,36 +280,16 @@ def _portable(value: Any) -> Any:
 
 
 def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
-    command = [sys.executable, "-m", "ptodsl._sim_worker", str(work_dir)]
-    with open(work_dir / _LOG_FILE, "wb") as log:
-        worker = subprocess.Popen(
-            command,
-            cwd=work_dir,
-            env=_worker_environment(work_dir),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # lets a timeout kill pypto's helper children too
+    try:
+        returncode = run_worker(
+            "ptodsl._sim_worker", work_dir, timeout=timeout, env=_worker_environment(work_dir)
         )
-        try:
-            returncode = worker.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(worker)
-            raise SimulationError(
-                f"simulating {module_path.name} timed out after {timeout:g} s"
-                + _log_excerpt(work_dir, with_tail=True)
-            ) from None
-        except BaseException:
-            _kill_group(worker)
-            raise
+    except WorkerTimeout as error:
+        raise SimulationError(
+            f"simulating {module_path.name} {error}" + _log_excerpt(work_dir, with_tail=True)
+        ) from None
     if returncode != 0:
         raise SimulationError(_describe_failure(work_dir, module_path, returncode))
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _worker_environment(work_dir: Path) -> dict[str, str]:
@@ -348,10 +329,7 @@ def _describe_failure(work_dir: Path, module_path: Path, returncode: int) -> str
     if error_file.exists():  # the worker caught a Python exception and described it
         what = f"failed: {error_file.read_text().strip()}"
         return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=False)
-    if returncode < 0:
-        what = f"crashed with {signal.Signals(-returncode).name}"
-    else:
-        what = f"failed with exit code {returncode}"
+    what = describe_exit(returncode)
     return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=True)
 
 
@@ -367,13 +345,7 @@ def _log_excerpt(work_dir: Path, *, with_tail: bool) -> str:
 
 
 def _log_lines(work_dir: Path) -> list[str]:
-    log = work_dir / _LOG_FILE
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return [
-        line.rstrip()
-        for line in text.splitlines()
-        if line.strip() and not any(noise in line for noise in _LOG_NOISE)
-    ]
+    return log_lines(work_dir, _LOG_NOISE)
 
 
 def _pypto_errors(log_lines: list[str]) -> list[str]:
@@ -424,11 +396,23 @@ def total_cycles(stat_report: Path) -> int:
     raise SimulationError(f"no 'Total Cycles' line in {stat_report.name}")
 
 
+_LOW_PRECISION = {"DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
+
+
 def _pass_results(pypto_output: Path) -> Iterator[PassResult]:
     for report in sorted(pypto_output.glob("*/verify_*/verify_result_brief.csv")):
         with open(report, newline="") as handle:
             for row in csv.DictReader(handle):
-                yield PassResult(row["passName"], row["verifyResult"], _float(row["maxAbsDiff"]))
+                dtype = row.get("outputDtype", "")
+                values = None
+                if row["verifyResult"] == "FAILED" and dtype in _LOW_PRECISION:
+                    data = report.parent / row["passName"] / row["outputTensor"]
+                    if data.is_file():
+                        raw = bytearray(data.read_bytes())
+                        values = torch.frombuffer(raw, dtype=_LOW_PRECISION[dtype]).clone()
+                yield PassResult(
+                    row["passName"], row["verifyResult"], _float(row["maxAbsDiff"]), dtype, values
+                )
 
 
 def _float(text: str) -> float | None:

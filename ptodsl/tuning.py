@@ -56,8 +56,13 @@ def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
 
 
-def _cache_path(text: str, dims: Mapping[str, int] | None, target: Target) -> Path:
-    return tuning_dir() / f"{cache_key(text, dims, target)}.json"
+def _cache_path(
+    text: str, dims: Mapping[str, int] | None, target: Target, checked: bool = True
+) -> Path:
+    """The entry compile reads (a plan that passed `ptodsl check`), or with checked=False
+    the record of a `--no-check` tune, which compile never reads."""
+    suffix = "" if checked else ".unchecked"
+    return tuning_dir() / f"{cache_key(text, dims, target)}{suffix}.json"
 
 
 class TuningFailed(Exception):
@@ -69,6 +74,8 @@ def cached_tuning(
 ) -> ir.Tuning | None:
     try:
         record = json.loads(_cache_path(text, dims, target).read_text(encoding="utf-8"))
+        if record.get("checked") is not True:
+            return None  # only a plan that passed `ptodsl check` changes what compile emits
         return ir.Tuning(**record["tuning"])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no entry, or one from an incompatible ptodsl: compile untuned
@@ -180,8 +187,8 @@ def tune(
     progress: Callable[[int, int, Measured], None] = lambda done, total, measured: None,
 ) -> TuneResult:
     """Measures up to `budget` candidate plans (the default first) and stores the fastest
-    that passes `ptodsl check` (unless `check` is off) in the tuning cache (unless `store`
-    is off)."""
+    that passes `ptodsl check` in the tuning cache (unless `store` is off). With `check`
+    off the fastest plan is recorded beside the cache, never where compile reads."""
     from ptodsl.simulator import SimulationError
 
     plans = candidates(source, dims, target)[: max(1, budget)]
@@ -200,7 +207,7 @@ def tune(
     if check:
         best = _first_passing(ranked)
     if store:
-        _store(source.text, dims, target, best, measured[0])
+        _store(source.text, dims, target, best, measured[0], checked=check)
     return TuneResult(tuple(measured), best, check)
 
 
@@ -250,17 +257,24 @@ def _first_passing(ranked: list[Measured]) -> Measured:
 
 
 def _store(
-    text: str, dims: Mapping[str, int] | None, target: Target, best: Measured, default: Measured
+    text: str,
+    dims: Mapping[str, int] | None,
+    target: Target,
+    best: Measured,
+    default: Measured,
+    checked: bool,
 ) -> None:
     from ptodsl.api import write_atomically
 
     assert best.cost is not None
     record = {
         "tuning": attrs.asdict(best.plan.tuning),
+        "checked": checked,
         "sim_time_us": best.cost.sim_time_us,
         "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
     }
-    write_atomically(_cache_path(text, dims, target), json.dumps(record, indent=2) + "\n")
+    path = _cache_path(text, dims, target, checked)
+    write_atomically(path, json.dumps(record, indent=2) + "\n")
 
 
 def format_table(result: TuneResult) -> str:
@@ -273,7 +287,12 @@ def format_table(result: TuneResult) -> str:
         rows.append((str(index), m.plan.tuning.describe(), time, ratio, mark))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    verdict = "passes ptodsl check" if result.checked else "not checked (--no-check)"
     chosen = result.best.plan.tuning.describe()
-    lines.append(f"chosen plan: {chosen}, {verdict}; stored for compile")
+    if result.checked:
+        lines.append(f"chosen plan: {chosen}, passes ptodsl check; stored for compile")
+    else:
+        lines.append(
+            f"fastest plan: {chosen}, not checked (--no-check): recorded, but compile keeps "
+            "the plan it had"
+        )
     return "\n".join(lines) + "\n"

@@ -20,8 +20,8 @@ SPECS = ROOT / "examples" / "kernelbench"
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
 # ../shared/reference/kernelbench-level1.md
 LISTED = {1, 3, 5, 17, 19, 20, 21, 23, 27, 31, 32, 33, 35, 36, 40, 47, 48, 49, 94, 98, 99, 100}
-SPEC_BY_NUMBER = by_number(SPECS.glob("*.pto"))
-PROBLEM_BY_NUMBER = by_number(PROBLEMS.glob("*.py"))
+SPEC_BY_NUMBER = {n: paths[0] for n, paths in by_number(SPECS.glob("*.pto")).items()}
+PROBLEM_BY_NUMBER = {n: paths[0] for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
 # The problems' full-size norms take minutes and >10 GB in SIM: CI scales their spatial axes
 # (in the spec through CI_DIMS, in the problem file by editing its size constants).
 SCALED_PROBLEM = ("dim1 = 256\ndim2 = 256\n", "dim1 = 32\ndim2 = 32\n")
@@ -34,6 +34,8 @@ def compile_spec(path, dims=None):
 def test_every_listed_problem_has_a_spec_and_a_problem_file():
     assert set(SPEC_BY_NUMBER) == LISTED
     assert set(PROBLEM_BY_NUMBER) == LISTED
+    assert all(len(paths) == 1 for paths in by_number(SPECS.glob("*.pto")).values())
+    assert all(len(paths) == 1 for paths in by_number(PROBLEMS.glob("*.py")).values())
 
 
 @pytest.mark.parametrize("number", sorted(LISTED))
@@ -98,7 +100,7 @@ def spec_variant(tmp_path, number, old, new, dims=None):
             33,
             "weight bias: f32[C * 1 * 1] = zeros",
             "param  bias: f32 = 0.0",
-            "the problem's Model has 2 parameters ([64], [64]); the spec declares 1 weights",
+            "its Model has 2 parameters ([64], [64]); the spec declares 1 weights",
         ),
         (33, "f32[C * 1 * 1] = ones", "f32[C * 1 * 1] = zeros", "does not start it as `zeros`"),
         (5, "input  s: f32 = 3.14\n", "param  s: f32 = 3.14\n", "gives 1 tensors and 1 scalars"),
@@ -120,11 +122,20 @@ def test_a_spec_that_disagrees_with_its_problem_is_rejected(number, old, new, me
 def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     # BatchNorm's weight starts as ones: a kernel that never multiplies by it would pass a
     # check that kept the initial values.
-    compiled = spec_variant(
+    compiled = compile_spec(SPEC_BY_NUMBER[33], CI_DIMS["33_batch_norm"])
+    multiply = re.compile(r"^ +\* pypto\.expand_clone\(weight(_chunk)?, \[[0-9, ]+\]\)\n", re.M)
+    ignoring = tmp_path / "ignores_weight.py"
+    ignoring.write_text(multiply.sub("", compiled.source, count=1), encoding="utf-8")
+    assert ignoring.read_text(encoding="utf-8") != compiled.source
+    problem = scaled_problem(33, tmp_path)
+    report = run_check(compiled, kernel_path=ignoring, against=problem)
+    assert not report.ok and report.outputs[0].mismatched
+    # a spec that ignores the weight no longer means the problem: said before any kernel runs
+    wrong_spec = spec_variant(
         tmp_path, 33, "* weight + bias", "+ bias", dims=CI_DIMS["33_batch_norm"]
     )
-    report = run_check(compiled, against=scaled_problem(33, tmp_path))
-    assert not report.ok
+    with pytest.raises(ValueError, match="the spec computes something else than the problem"):
+        run_check(wrong_spec, against=problem)
 
 
 def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
@@ -135,8 +146,9 @@ def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
     answer = tmp_path / "answer.py"
     answer.write_text(emit_kernelbench(compiled.kernel, "20_leaky_relu.pto"), encoding="utf-8")
     run = run_model(answer, case.init_kwargs, case.inputs, verify="graph", load="exec")
-    (expected,) = case.expected
-    assert compare("y", run.outputs[0], expected, compiled.kernel.outputs[0].type.dtype).ok
+    (expected,), (scale,) = case.expected, case.scales
+    dtype = compiled.kernel.outputs[0].type.dtype
+    assert compare("y", run.outputs[0], expected, scale, dtype).ok
     plain = tmp_path / "plain.py"
     plain.write_text(compiled.source, encoding="utf-8")
     with pytest.raises(SimulationError, match="could not get source code"):

@@ -12,7 +12,9 @@ import pytest
 from conftest import EXAMPLES, ROOT
 from plan_limits import assert_plan_within_limits
 
+import ptodsl
 from ptodsl import ir
+from ptodsl.checking import run_check
 from ptodsl.diagnostics import Source
 from ptodsl.passes.loops import plan_loop
 from ptodsl.passes.tiling import choose_tile
@@ -82,5 +84,43 @@ def test_tune_stores_a_checked_plan_that_compile_uses(tmp_path):
     chosen = ir.Tuning(**record["tuning"])
     if chosen != ir.Tuning():
         assert plan != untuned
-        assert plan["kernels"][0]["decisions"] == [f"tuned plan: {chosen.describe()}"]
+        assert plan["kernels"][0]["decisions"] == [f"plan choices: {chosen.describe()}"]
     assert untuned["kernels"][0]["decisions"] == []
+    checked = json.loads(ptodsl_cli("check", SUM_DIM, "--json", env=env).stdout)
+    assert checked["ok"] and checked["plan"] == (
+        f"tuned plan from the tuning cache ({chosen.describe()})"
+    )
+    untuned_check = ptodsl_cli("check", SUM_DIM, "--json", "--untuned", env=env)
+    assert json.loads(untuned_check.stdout)["plan"] == "default plan"
+
+
+# The one-pass variance E[x^2] - E[x]^2 loses digits when the mean dwarfs the spread.
+OFFSET_VARIANCE = """kernel offset_variance
+dims N = 16, C = 4096
+input x: f32[N, C]
+output y: f32[N]
+y = var(x + 1000.0, axis=1)
+"""
+
+
+def test_a_plan_that_loses_digits_fails_check_and_no_check_tune_never_reaches_compile(
+    tmp_path,
+):
+    assert run_check(ptodsl.compile(OFFSET_VARIANCE, tuning=None)).ok
+    one_pass = ptodsl.compile(OFFSET_VARIANCE, tuning=ir.Tuning(variance="one_pass"))
+    report = run_check(one_pass)
+    assert not report.ok and report.outputs[0].mismatched > 0
+    assert report.plan == "given plan choices (variance=one_pass)"
+    assert all("passed ptodsl check" not in d for d in one_pass.kernel.decisions)
+
+    spec = tmp_path / "offset_variance.pto"
+    spec.write_text(OFFSET_VARIANCE, encoding="utf-8")
+    env = {**os.environ, "PTODSL_TUNING_DIR": str(tmp_path / "tuning")}
+    before = ptodsl_cli("compile", spec, env=env).stdout
+    tuned = ptodsl_cli("tune", spec, "--budget", "2", "--no-check", env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "compile keeps the plan it had" in tuned.stdout
+    assert [p.name.endswith(".unchecked.json") for p in (tmp_path / "tuning").iterdir()] == [True]
+    assert ptodsl_cli("compile", spec, env=env).stdout == before
+    checked = json.loads(ptodsl_cli("check", spec, "--json", env=env).stdout)
+    assert checked["ok"] and checked["plan"] == "default plan"

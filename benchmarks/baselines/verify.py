@@ -5,9 +5,8 @@
 For every example (default: all with a baseline module) this compiles the example spec whose
 kernel is NAME
 (the six big norms at the reduced CI dims of tests/conftest.py unless --full), draws the
-same seeded inputs as `ptodsl check` (`ptodsl.checking.spec_case`), runs
-`benchmarks/baselines/NAME.py`'s ModelNew in one pypto SIM worker with graph
-verification, and compares every output with ptodsl's tolerances. Prints: example, verdict,
+same seeded inputs as `ptodsl check` and checks `benchmarks/baselines/NAME.py`'s ModelNew
+with `ptodsl.checking.run_check` (graph verification, ptodsl's bounds). Prints: example, verdict,
 max abs err, baseline sim us. One SIM at a time.
 """
 
@@ -22,9 +21,10 @@ from pathlib import Path
 
 import ptodsl
 from benchmarks import CI_DIMS, spec_by_kernel
-from ptodsl.checking import compare, spec_case
-from ptodsl.simulator import SimulationError, run_model
+from ptodsl.checking import run_check
+from ptodsl.simulator import SimulationError
 from ptodsl.tables import markdown_table
+from ptodsl.tuning import probe_cost
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,35 +59,23 @@ def check(
     name: str, dims: dict[str, int] | None, timeout: float, verify: str = "graph"
 ) -> tuple[str, str, str, str]:
     spec = SPECS[name]
-    compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
-    case = spec_case(compiled, seed=0)
-    arguments, state = case.forward_and_state(compiled.lowered.checked)
+    compiled = ptodsl.compile(
+        spec.read_text(encoding="utf-8"), name=spec.name, dims=dims, tuning=None
+    )
+    module = HERE / f"{name}.py"
     try:
-        run = run_model(
-            HERE / f"{name}.py",
-            case.init_kwargs,
-            arguments,
-            verify=verify,
-            timeout=timeout,
-            state=state,
-        )
+        if verify == "none":
+            cost = probe_cost(compiled.lowered, module_path=module)
+            return name, "SIM ONLY", "", f"{cost.sim_time_us:.2f}"
+        report = run_check(compiled, kernel_path=module, passes=verify, timeout=timeout)
     except SimulationError as error:
         return name, "ERROR: " + str(error).splitlines()[0][:100], "", ""
-    if verify == "none":
-        return name, "SIM ONLY", "", f"{run.sim_time_us:.2f}"
-    outputs = compiled.lowered.checked.outputs
-    if len(run.outputs) != len(outputs):
-        return name, f"FAIL: {len(run.outputs)} outputs, expected {len(outputs)}", "", ""
-    checks = [
-        compare(o.name, actual, e, o.type.dtype)
-        for o, actual, e in zip(outputs, run.outputs, case.expected, strict=True)
-    ]
-    ok = all(c.ok for c in checks)
-    problems = "; ".join(c.problem or f"{c.name}: {c.mismatched} off" for c in checks if not c.ok)
-    err = max((c.max_abs_error for c in checks), default=0.0)
-    verdict = "PASS" if ok else f"FAIL ({problems})"
+    problems = [o.problem or f"{o.name}: {o.mismatched} off" for o in report.outputs if not o.ok]
+    problems += list(report.problems)
+    err = max((o.max_abs_error for o in report.outputs), default=0.0)
+    verdict = "PASS" if report.ok else f"FAIL ({'; '.join(problems) or 'a pass failed'})"
     err_text = "nan" if math.isnan(err) else f"{err:.3g}"
-    return name, verdict, err_text, f"{run.sim_time_us:.2f}"
+    return name, verdict, err_text, f"{report.sim_time_us:.2f}"
 
 
 def parse_dims(items: list[str]) -> dict[str, dict[str, int]]:

@@ -1,0 +1,142 @@
+"""Worker process for `ptodsl.problems.run_problem`: python -m ptodsl._problem_worker DIR.
+
+Runs a KernelBench-format problem file, which is the user's code: it may print, exit, hang
+or return anything. The parent owns DIR and the time limit; this process imports the
+problem, draws its inputs under the seed, builds its Model, loads the weights the parent
+sent when they fit, runs forward in float64 and writes what it saw to DIR. Whatever the
+problem's code does wrong is described in DIR/error.txt, naming the step that did it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ptodsl import problems
+from ptodsl.api import import_file
+
+
+class ProblemFault(Exception):
+    """The problem's own code failed or returned something ptodsl cannot compare."""
+
+
+def main(argv: list[str]) -> int:
+    (work_dir,) = (Path(arg) for arg in argv)
+    request = json.loads((work_dir / problems.REQUEST_FILE).read_text())
+    weights = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)
+    try:
+        result = run(request, weights)
+    except ProblemFault as fault:
+        (work_dir / problems.ERROR_FILE).write_text(str(fault))
+        return 1
+    torch.save(result, work_dir / problems.RESULT_FILE)
+    return 0
+
+
+def _call(what: str, function: Callable[[], Any]) -> Any:
+    """Runs problem code; anything it raises, exits with or interrupts becomes a fault."""
+    try:
+        return function()
+    except SystemExit as stop:
+        raise ProblemFault(f"{what} called sys.exit({stop.code!r})") from None
+    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
+        frames = traceback.extract_tb(error.__traceback__)
+        where = f" (line {frames[-1].lineno})" if frames else ""
+        raise ProblemFault(f"{what} raised {type(error).__name__}: {error}{where}") from None
+
+
+def _describe(value: Any) -> str:
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return "None" if value is None else f"a {name}"
+
+
+def _number(what: str, value: Any) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProblemFault(f"{what} is {_describe(value)}; ptodsl takes tensors and numbers")
+    if isinstance(value, int) and abs(value) > 2**53:
+        raise ProblemFault(f"{what} is the integer {value}, too large for a kernel scalar")
+    return value
+
+
+def _init_value(what: str, value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_number(f"{what}[{i}]", item) for i, item in enumerate(value))
+    return _number(what, value)
+
+
+def _forward_argument(what: str, value: Any) -> Any:
+    return value if isinstance(value, torch.Tensor) else _number(what, value)
+
+
+def _outputs(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return list(value)
+    raise ProblemFault(
+        f"Model.forward returned {_describe(value)}; ptodsl compares a tensor or a tuple of "
+        "tensors, as ModelNew returns"
+    )
+
+
+def _rescale(module: Any, sizes: dict[int, int]) -> list[str]:
+    """Module-level int constants equal to a resized dim's size take its new size."""
+    scaled = []
+    for name, value in sorted(vars(module).items()):
+        if type(value) is int and value in sizes and not name.startswith("__"):
+            setattr(module, name, sizes[value])
+            scaled.append(f"{name} = {value} -> {sizes[value]}")
+    return scaled
+
+
+def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
+    path = Path(request["problem"])
+    module = _call("loading the problem", lambda: import_file(path, "ptodsl_problem"))
+    for name in ("get_inputs", "get_init_inputs", "Model"):
+        if not callable(getattr(module, name, None)):
+            raise ProblemFault(f"the problem defines no `{name}`")
+    scaled = _rescale(module, {int(k): v for k, v in request["rescale"].items()})
+    torch.manual_seed(request["seed"])
+    init_values = list(_call("get_init_inputs()", module.get_init_inputs))
+    given = list(_call("get_inputs()", module.get_inputs))
+    init_values = [_init_value(f"get_init_inputs()[{i}]", v) for i, v in enumerate(init_values)]
+    given = [_forward_argument(f"get_inputs()[{i}]", v) for i, v in enumerate(given)]
+    model = _call("Model(*get_init_inputs())", lambda: module.Model(*init_values))
+    if not isinstance(model, torch.nn.Module):
+        raise ProblemFault(f"Model(...) built {_describe(model)}, not a torch.nn.Module")
+    parameters = list(model.parameters())
+    described = [
+        {"shape": tuple(p.shape), "dtype": str(p.dtype), "initial": p.detach().clone()}
+        for p in parameters
+    ]
+    fits = len(parameters) == len(weights) and all(
+        p.shape == w.shape and p.dtype == w.dtype for p, w in zip(parameters, weights, strict=False)
+    )
+    expected = None
+    if fits:
+        with torch.no_grad():
+            for parameter, weight in zip(parameters, weights, strict=True):
+                parameter.copy_(weight)
+        model = model.double()
+        arguments = [v.double() if isinstance(v, torch.Tensor) else v for v in given]
+        with torch.no_grad():
+            result = _call("Model.forward", lambda: model(*arguments))
+        expected = [t.detach().clone() for t in _outputs(result)]
+    return {
+        "init_values": init_values,
+        "inputs": given,
+        "parameters": described,
+        "expected": expected,
+        "scaled": scaled,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,101 @@
+"""Run a KernelBench-format problem file in a worker process, under a time limit.
+
+A problem file is the user's code: it may print (which must not reach `--json` output),
+call `sys.exit`, hang, crash or return something that is not a tensor. None of that may end
+or stall ptodsl: `run_problem` either returns what the problem computed or raises
+`ProblemError` with a message that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import torch
+
+from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_lines, run_worker
+
+REQUEST_FILE = "request.json"
+WEIGHTS_FILE = "weights.pt"
+RESULT_FILE = "result.pt"
+ERROR_FILE = "error.txt"
+_LOG_TAIL_LINES = 8
+_LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
+
+
+class ProblemError(ValueError):
+    """The problem file could not be run, or gave something ptodsl cannot compare."""
+
+
+@attrs.frozen(eq=False)
+class Parameter:
+    shape: tuple[int, ...]
+    dtype: str  # torch's name, e.g. torch.float32
+    initial: torch.Tensor
+
+
+@attrs.frozen(eq=False)
+class ProblemRun:
+    """What the problem's code gave under the seed: `Model(*init_values)` on `inputs`
+    (tensors and numbers in the problem's order). `expected` is forward's output in float64
+    with `weights` loaded, or None when the weights did not fit its parameters."""
+
+    init_values: list[Any]
+    inputs: list[torch.Tensor | float | int]
+    parameters: list[Parameter]
+    expected: list[torch.Tensor] | None
+    scaled: list[str]  # the module-level constants that were resized
+
+
+def run_problem(
+    path: Path,
+    seed: int,
+    weights: Sequence[torch.Tensor],
+    rescale: Mapping[int, int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> ProblemRun:
+    """`rescale` maps a dim's size to its new size: module-level int constants equal to a key
+    take the new size before `get_inputs()` and `get_init_inputs()` run."""
+    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-problem-"))
+    try:
+        request = {
+            "problem": str(path.resolve()),
+            "seed": seed,
+            "rescale": {str(k): v for k, v in (rescale or {}).items()},
+        }
+        (work_dir / REQUEST_FILE).write_text(json.dumps(request))
+        torch.save([w.detach().cpu() for w in weights], work_dir / WEIGHTS_FILE)
+        try:
+            returncode = run_worker("ptodsl._problem_worker", work_dir, timeout=timeout)
+        except WorkerTimeout as error:
+            raise ProblemError(f"problem {path}: {error} (--timeout sets the limit)") from None
+        return _result(work_dir, path, returncode)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
+    error_file = work_dir / ERROR_FILE
+    if error_file.exists():
+        raise ProblemError(f"problem {path}: {error_file.read_text().strip()}")
+    result_file = work_dir / RESULT_FILE
+    if returncode != 0 or not result_file.exists():
+        lines = log_lines(work_dir, _LOG_NOISE)[-_LOG_TAIL_LINES:]
+        tail = "\n  ".join(["", *lines]) if lines else ""
+        raise ProblemError(
+            f"problem {path}: its process {describe_exit(returncode)} before it gave "
+            f"its Model's output{tail}"
+        )
+    result = torch.load(result_file, weights_only=True)
+    return ProblemRun(
+        init_values=result["init_values"],
+        inputs=result["inputs"],
+        parameters=[Parameter(**p) for p in result["parameters"]],
+        expected=result["expected"],
+        scaled=result["scaled"],
+    )

@@ -1,0 +1,127 @@
+"""`ptodsl check` fails every wrong kernel and every vacuous comparison it can be shown.
+
+Each kernel here is a real generated module with one deliberate fault (an offset, zeroed
+elements, the wrong axis, the wrong dtype or shape) run in pypto SIM; each vacuous case is
+a spec whose inputs or outputs would let a trivial kernel through.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ptodsl
+from ptodsl.checking import run_check
+
+
+def compiled(text: str, dims=None):
+    return ptodsl.compile(text, name="case.pto", dims=dims, tuning=None)
+
+
+def wrong_kernel(tmp_path, spec, old: str, new: str, count: int = 1):
+    """The generated module of `spec` with `old` replaced by `new` (it must occur)."""
+    source = spec.source
+    assert source.count(old) == count, f"{old!r} occurs {source.count(old)} times"
+    path = tmp_path / "wrong.py"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return path
+
+
+EXP = """kernel exp3
+dims N = 16, C = 1024
+input x: f32[N, C]
+output y: f32[N, C]
+y = exp(x * 3.0)
+"""
+RETURN = "return y.reshape((16, 1024))"
+
+
+def test_an_offset_on_a_heavy_tailed_output_fails(tmp_path):
+    """The old bound took the output's mean magnitude (38.4 here) for every element."""
+    spec = compiled(EXP)
+    assert run_check(spec).ok
+    path = wrong_kernel(tmp_path, spec, "pypto.exp(x * 3.0)", "pypto.exp(x * 3.0) + 0.005")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    (output,) = report.outputs
+    assert output.mismatched > 0 and output.worst[0].bound < 0.005
+    # pypto's own verdict fails it, and for f32 ptodsl never overrules that
+    assert any(p.verdict == "FAILED" for p in report.failed_passes)
+
+
+def test_a_few_zeroed_outputs_fail(tmp_path):
+    spec = compiled(EXP)
+    zeroed = "        kernel(x_kernel, y)\n        y.view(-1)[::43] = 0.0\n"
+    path = wrong_kernel(tmp_path, spec, "        kernel(x_kernel, y)\n", zeroed)
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert report.outputs[0].mismatched == pytest.approx(16 * 1024 / 43, abs=1)
+
+
+PRODUCT = """kernel product
+dims N = 16, K = 256
+input x: f32[N, K] in unit
+output y: f32[N]
+y = exp(sum(log(x), axis=1))
+"""
+
+
+def test_outputs_below_the_tolerance_are_vacuous_not_a_pass(tmp_path):
+    """Products of 256 values in (0, 1) are below 1e-40: zeros would pass any atol."""
+    spec = compiled(PRODUCT)
+    report = run_check(spec)
+    assert not report.ok
+    assert "vacuous" in report.outputs[0].problem
+    zeros = wrong_kernel(tmp_path, spec, "return y.reshape(", "return 0.0 * y.reshape(")
+    assert not run_check(spec, kernel_path=zeros).ok
+    # at a shape where the product is visible, the same spec is checkable and passes
+    assert run_check(compiled(PRODUCT, {"K": 4})).ok
+
+
+MAX_OF_SIGNS = """kernel max_of_signs
+dims N = 64
+input x: f32[N, N] in sign
+output y: f32[N]
+y = max(x, axis=1)
+"""
+
+
+def test_a_reduction_over_the_wrong_axis_fails_even_on_signs(tmp_path):
+    spec = compiled(MAX_OF_SIGNS)
+    assert run_check(spec).ok, "sign inputs must let max over axis 1 differ from axis 0"
+    source = spec.source
+    reduce_call = next(line for line in source.splitlines() if "pypto.amax(" in line)
+    assert ", 1" in reduce_call
+    path = wrong_kernel(tmp_path, spec, reduce_call, reduce_call.replace(", 1", ", 0"))
+    assert not run_check(spec, kernel_path=path).ok
+
+
+def test_inputs_that_cannot_tell_axes_apart_make_the_check_vacuous():
+    """The output varies (row sums of x), but its max over ones is the same along either
+    axis: a kernel reducing the other axis would pass, so the check proves nothing."""
+    text = """kernel max_of_ones
+dims N = 32
+input x: f32[N, N]
+input q: f32[N, N]
+output y: f32[N]
+y = sum(x, axis=1) * max(q * 0.0 + 1.0, axis=1)
+"""
+    report = run_check(compiled(text))
+    assert not report.ok
+    assert report.outputs[0].problem is None
+    assert any("same result over axes [0]" in problem for problem in report.problems)
+
+
+def test_a_kernel_returning_another_dtype_fails(tmp_path):
+    spec = compiled(EXP)
+    path = wrong_kernel(tmp_path, spec, RETURN, RETURN + ".double()")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert "kernel returned torch.float64, the spec declares f32" in report.outputs[0].problem
+
+
+def test_a_kernel_returning_a_smaller_output_fails(tmp_path):
+    spec = compiled(EXP)
+    path = wrong_kernel(tmp_path, spec, RETURN, RETURN + "[:1]")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert "shape [1, 1024], expected [16, 1024]" in report.outputs[0].problem

@@ -1,0 +1,164 @@
+"""Mutation test of `ptodsl check`: one-token mutants of every example's generated kernel
+(an operator, a PyPTO function or a float constant changed) must all fail the check.
+
+CI runs two mutants per example, picked by a fixed seed: one that changes an operator or a
+function, one that changes a constant (where the kernel has one).
+`PTODSL_MUTANTS=all` runs every mutant of every example (about an hour on 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+
+import pytest
+from conftest import CI_DIMS, EXAMPLES
+
+import ptodsl
+from ptodsl.checking import run_check
+from ptodsl.simulator import SimulationError
+
+# Swaps that change what an expression computes for the inputs `check` draws.
+OPERATORS = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * "}
+FUNCTIONS = {
+    "pypto.exp(": "pypto.sigmoid(",
+    "pypto.sigmoid(": "pypto.exp(",
+    "pypto.log(": "pypto.sqrt(",
+    "pypto.sqrt(": "pypto.rsqrt(",
+    "pypto.rsqrt(": "pypto.sqrt(",
+    "pypto.maximum(": "pypto.minimum(",
+    "pypto.minimum(": "pypto.maximum(",
+    "pypto.sum(": "pypto.amax(",
+    "pypto.amax(": "pypto.amin(",
+    "pypto.amin(": "pypto.amax(",
+    "pypto.relu(": "pypto.abs(",
+    "a_trans=False": "a_trans=True",
+    "a_trans=True": "a_trans=False",
+    "b_trans=False": "b_trans=True",
+    "b_trans=True": "b_trans=False",
+}
+# The shift inside softmax's exp (x - max) is a numerical choice: any shift gives the same
+# result, so swapping its max for a min is not a wrong kernel.
+SHIFT_INVARIANT = ("pypto.amax(", "pypto.amin(")
+LOOP_OFFSET = re.compile(r"^(\s*offset = i \* )(\d+)$")
+FLOAT = re.compile(r"(?<![\w.])(\d+\.\d*(?:e-?\d+)?)")
+# Lines of the kernel body that only lay out work (tiles, loops, views) are not mutated:
+# changing them leaves the computation the same or stops it from compiling.
+LAYOUT = ("set_vec_tile_shapes", "set_cube_tile_shapes", "pypto.loop(", "pypto.view(", "offset")
+# The smallest constant change a dtype can show: 1% in f32, 10% in f16 and bf16.
+CONSTANT_CHANGE = {"f32": 0.01, "f16": 0.1, "bf16": 0.1}
+
+
+def kernel_body(source: str) -> range:
+    """Line indexes of the body of the generated `@pypto.frontend.jit` function."""
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines) if "@pypto.frontend.jit" in line)
+    body = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("):"))
+    end = next(i for i in range(body, len(lines)) if lines[i].startswith("    return "))
+    return range(body + 1, end)
+
+
+def kernel_lines(source: str) -> list[int]:
+    """Indexes of the compute lines of the kernel body."""
+    lines = source.splitlines()
+    return [
+        i
+        for i in kernel_body(source)
+        if lines[i].strip() and not any(marker in lines[i] for marker in LAYOUT)
+    ]
+
+
+def softmax_shifts(lines: list[str]) -> set[str]:
+    """Names of max reductions that later lines only subtract: the shift of softmax and
+    log-softmax (x - max), which any other shift, a min or -max, leaves the result of."""
+    shifts = set()
+    for index, line in enumerate(lines):
+        if not any(reduction in line for reduction in SHIFT_INVARIANT):
+            continue
+        target = line.split("=")[0].strip()
+        uses = [later for later in lines[index + 1 :] if re.search(rf"\b{target}\b", later)]
+        if uses and all(
+            len(re.findall(rf"\b{target}\b", use)) == use.count(f" - {target}") for use in uses
+        ):
+            shifts.add(target)
+    return shifts
+
+
+def replaced(lines: list[str], index: int, start: int, end: int, new: str) -> str:
+    line = lines[index]
+    return "".join([*lines[:index], line[:start] + new + line[end:], *lines[index + 1 :]])
+
+
+def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(description, mutated source): operator, function and loop-offset mutants; constant
+    mutants."""
+    lines = source.splitlines(keepends=True)
+    structural, constants = [], []
+    for index in kernel_body(source):
+        offset = LOOP_OFFSET.match(lines[index].rstrip("\n"))
+        if offset:  # every chunk one row off: an off-by-one tail
+            step = int(offset.group(2))
+            what = f"line {index + 1}: offset step {step} -> {step - 1}"
+            structural.append((what, replaced(lines, index, *offset.span(2), str(step - 1))))
+    shifts = softmax_shifts(lines)
+    for index in kernel_lines(source):
+        line = lines[index]
+        if line.split("=")[0].strip() in shifts:
+            continue
+        for old, new in (*OPERATORS.items(), *FUNCTIONS.items()):
+            for match in re.finditer(re.escape(old), line):
+                if any(line[match.end() :].startswith(shift) for shift in shifts):
+                    continue
+                what = f"line {index + 1}: {old.strip()} -> {new.strip()}"
+                structural.append((what, replaced(lines, index, *match.span(), new)))
+        for match in FLOAT.finditer(line):
+            value = float(match.group(1))
+            change = CONSTANT_CHANGE[dtype]
+            changed = repr(value * (1 + change) + change)
+            what = f"line {index + 1}: {match.group(1)} -> {changed}"
+            constants.append((what, replaced(lines, index, *match.span(1), changed)))
+    return structural, constants
+
+
+def chosen_mutants(stem: str, source: str, dtype: str) -> list[tuple[str, str]]:
+    structural, constants = mutants(source, dtype)
+    if os.environ.get("PTODSL_MUTANTS") == "all":
+        return structural + constants
+    pick = random.Random(stem)
+    return [pick.choice(group) for group in (structural, constants) if group]
+
+
+def compile_example(path):
+    text = path.read_text(encoding="utf-8")
+    return ptodsl.compile(text, name=path.name, dims=CI_DIMS.get(path.stem), tuning=None)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_check_kills_one_token_mutants_of_the_kernel(path, tmp_path):
+    compiled = compile_example(path)
+    dtype = compiled.kernel.outputs[0].type.dtype.value
+    chosen = chosen_mutants(path.stem, compiled.source, dtype)
+    assert chosen, "every example's kernel has an operator or a function to mutate"
+    survivors = []
+    for what, source in chosen:
+        module = tmp_path / "mutant.py"
+        module.write_text(source, encoding="utf-8")
+        try:
+            report = run_check(compiled, kernel_path=module, passes="graph")
+        except SimulationError:
+            continue  # a mutant that does not run cannot pass either
+        if report.ok:
+            survivors.append(what)
+    assert not survivors, f"check passed mutants of {path.stem}: {survivors}"
+
+
+def test_mutants_change_one_token_and_keep_the_layout():
+    compiled = compile_example(next(p for p in EXAMPLES if p.stem == "31_elu"))
+    structural, constants = mutants(compiled.source)
+    original = compiled.source.splitlines()
+    for _, source in structural + constants:
+        changed = [(a, b) for a, b in zip(original, source.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1
+        assert not any(marker in changed[0][0] for marker in LAYOUT)
+    assert len(structural) >= 4 and len(constants) >= 3
