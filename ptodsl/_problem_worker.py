@@ -54,7 +54,8 @@ def _call(what: str, function: Callable[[], Any]) -> Any:
 def _describe(value: Any) -> str:
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-    return "None" if value is None else f"a {name}"
+    article = "an" if name[0].lower() in "aeiou" else "a"
+    return "None" if value is None else f"{article} {name}"
 
 
 def _number(what: str, value: Any) -> float | int:

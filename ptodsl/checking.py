@@ -166,6 +166,10 @@ class CheckReport:
         return all(o.ok for o in self.outputs) and not self.problems and not self.failed_passes
 
     def to_json(self) -> dict:
+        """The report as strict JSON values: a number that is not finite becomes null."""
+        return _finite(self._fields())
+
+    def _fields(self) -> dict:
         return {
             "kernel": self.kernel,
             "ok": self.ok,
@@ -183,6 +187,16 @@ class CheckReport:
             "outputs": [attrs.asdict(o) | {"ok": o.ok} for o in self.outputs],
             "passes": [attrs.asdict(p) for p in self.passes],
         }
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def compare(

@@ -244,7 +244,7 @@ def _check(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UserError(str(error)) from None
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps(report.to_json(), indent=2, allow_nan=False))
     else:
         sys.stdout.write(format_report(report))
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR

@@ -73,7 +73,7 @@ MISBEHAVIOUR = {
     "returns a huge int": (
         "return torch.relu(x)",
         "return 10**30",
-        "Model.forward returned a int",
+        "Model.forward returned an int",
     ),
     "an input that is a string": (
         "return [torch.randn(batch_size, dim)]",

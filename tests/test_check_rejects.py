@@ -111,17 +111,16 @@ y = sum(x, axis=1) * max(q * 0.0 + 1.0, axis=1)
     assert any("same result over axes [0]" in problem for problem in report.problems)
 
 
-def test_a_kernel_returning_another_dtype_fails(tmp_path):
+@pytest.mark.parametrize(
+    ("suffix", "problem"),
+    [
+        (".double()", "kernel returned torch.float64, the spec declares f32"),
+        ("[:1]", "kernel returned shape [1, 1024], expected [16, 1024]"),
+    ],
+    ids=["another dtype", "a smaller output"],
+)
+def test_a_kernel_returning_another_dtype_or_shape_fails(suffix, problem, tmp_path):
     spec = compiled(EXP)
-    path = wrong_kernel(tmp_path, spec, RETURN, RETURN + ".double()")
-    report = run_check(spec, kernel_path=path)
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, RETURN, RETURN + suffix))
     assert not report.ok
-    assert "kernel returned torch.float64, the spec declares f32" in report.outputs[0].problem
-
-
-def test_a_kernel_returning_a_smaller_output_fails(tmp_path):
-    spec = compiled(EXP)
-    path = wrong_kernel(tmp_path, spec, RETURN, RETURN + "[:1]")
-    report = run_check(spec, kernel_path=path)
-    assert not report.ok
-    assert "shape [1, 1024], expected [16, 1024]" in report.outputs[0].problem
+    assert problem in report.outputs[0].problem
