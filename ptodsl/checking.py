@@ -485,6 +485,23 @@ def _check_parameters(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
             )
 
 
+def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> dict[int, int]:
+    """What `--dim` means for a problem file: its size constants equal to a resized dim's
+    declared size take the new size. Two dims of one size resized differently cannot be
+    told apart there."""
+    rescale: dict[int, int] = {}
+    for name, size in dims.items():
+        old = declared[name]
+        if rescale.get(old, size) != size:
+            raise ValueError(
+                f"--dim resizes two dims of size {old} differently; the problem's size "
+                "constants could not tell which is which"
+            )
+        if old != size:
+            rescale[old] = size
+    return rescale
+
+
 def choose_verify(kernel: ir.Kernel, passes: str) -> str:
     if passes != "auto":
         return passes

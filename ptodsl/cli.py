@@ -215,7 +215,7 @@ def _tune(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     # Imported here: checking pulls in torch, which `compile` does not need.
     from ptodsl.api import compile as compile_spec
-    from ptodsl.checking import format_report, run_check
+    from ptodsl.checking import format_report, problem_rescale, run_check
     from ptodsl.simulator import SimulationError
 
     source = _read_spec(args.spec)
@@ -228,6 +228,7 @@ def _check(args: argparse.Namespace) -> int:
             raise UserError(f"cannot read {path}: no such file")
     if args.timeout <= 0:
         raise UserError("--timeout must be positive")
+    declared = {d.name: d.size for d in lower(source, until="check").checked.dims}
     try:
         report = run_check(
             compiled,
@@ -235,7 +236,7 @@ def _check(args: argparse.Namespace) -> int:
             seed=args.seed,
             passes=args.passes,
             against=args.against,
-            rescale=_problem_rescale(source, dims),
+            rescale=problem_rescale(declared, dims),
             timeout=args.timeout,
         )
     except SimulationError as error:
@@ -248,23 +249,6 @@ def _check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(report))
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR
-
-
-def _problem_rescale(source: Source, dims: dict[str, int]) -> dict[int, int]:
-    """`--dim` for a problem file: its size constants equal to a resized dim's declared size
-    take the new size; two dims of one size resized differently cannot be told apart."""
-    declared = {d.name: d.size for d in lower(source, until="check").checked.dims}
-    rescale: dict[int, int] = {}
-    for name, size in dims.items():
-        old = declared[name]
-        if rescale.get(old, size) != size:
-            raise UserError(
-                f"--dim resizes two dims of size {old} differently; the problem's size "
-                "constants could not tell which is which"
-            )
-        if old != size:
-            rescale[old] = size
-    return rescale
 
 
 def _coverage(args: argparse.Namespace) -> int:

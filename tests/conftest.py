@@ -21,6 +21,7 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 # the full ones. Their goldens are at full size. The loops such shapes need are checked at
 # small sizes in test_loops_in_sim.py.
 CI_DIMS = {
+    "5_matrix_scalar_multiply": {"M": 1024},
     "33_batch_norm": {"H": 32, "W": 32},
     "35_group_norm": {"H": 32, "W": 32},
     "36_rms_norm": {"H": 32, "W": 32},

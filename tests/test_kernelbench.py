@@ -11,7 +11,13 @@ import pytest
 from conftest import CI_DIMS, ROOT, ruff_check
 
 import ptodsl
-from ptodsl.checking import compare, evaluate_reference, problem_case, run_check
+from ptodsl.checking import (
+    compare,
+    evaluate_reference,
+    problem_case,
+    problem_rescale,
+    run_check,
+)
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.coverage import by_number
 from ptodsl.simulator import SimulationError, run_model
@@ -22,9 +28,6 @@ PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
 LISTED = {1, 3, 5, 17, 19, 20, 21, 23, 27, 31, 32, 33, 35, 36, 40, 47, 48, 49, 94, 98, 99, 100}
 SPEC_BY_NUMBER = {n: paths[0] for n, paths in by_number(SPECS.glob("*.pto")).items()}
 PROBLEM_BY_NUMBER = {n: paths[0] for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
-# The problems' full-size norms take minutes and >10 GB in SIM: CI scales their spatial axes
-# (in the spec through CI_DIMS, in the problem file by editing its size constants).
-SCALED_PROBLEM = ("dim1 = 256\ndim2 = 256\n", "dim1 = 32\ndim2 = 32\n")
 
 
 def compile_spec(path, dims=None):
@@ -53,24 +56,21 @@ def test_spec_means_what_the_problem_computes(number):
         assert float((mine - theirs).abs().max()) <= 1e-9 * scale, output.name
 
 
-def scaled_problem(number, tmp_path):
-    """The problem file, with its spatial sizes scaled like the spec's CI_DIMS."""
-    problem = PROBLEM_BY_NUMBER[number]
-    if CI_DIMS.get(SPEC_BY_NUMBER[number].stem) is None:
-        return problem
-    text = problem.read_text(encoding="utf-8")
-    assert SCALED_PROBLEM[0] in text
-    scaled = tmp_path / problem.name
-    scaled.write_text(text.replace(*SCALED_PROBLEM), encoding="utf-8")
-    return scaled
+def ci_rescale(number):
+    """The problem's size constants scaled like the spec's CI_DIMS (`check --dim`)."""
+    spec = SPEC_BY_NUMBER[number]
+    dims = CI_DIMS.get(spec.stem, {})
+    declared = {d.name: d.size for d in compile_spec(spec).lowered.checked.dims}
+    return problem_rescale(declared, dims)
 
 
 @pytest.mark.parametrize("number", sorted(LISTED))
-def test_check_against_the_problem_passes_in_pypto_sim(number, tmp_path):
+def test_check_against_the_problem_passes_in_pypto_sim(number):
     spec = SPEC_BY_NUMBER[number]
     compiled = compile_spec(spec, CI_DIMS.get(spec.stem))
-    report = run_check(compiled, against=scaled_problem(number, tmp_path))
+    report = run_check(compiled, against=PROBLEM_BY_NUMBER[number], rescale=ci_rescale(number))
     assert report.ok, report.to_json()
+    assert bool(report.scaled) == (spec.stem in CI_DIMS)
     assert report.passes and report.sim_time_us > 0
 
 
@@ -127,15 +127,15 @@ def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     ignoring = tmp_path / "ignores_weight.py"
     ignoring.write_text(multiply.sub("", compiled.source, count=1), encoding="utf-8")
     assert ignoring.read_text(encoding="utf-8") != compiled.source
-    problem = scaled_problem(33, tmp_path)
-    report = run_check(compiled, kernel_path=ignoring, against=problem)
+    problem, rescale = PROBLEM_BY_NUMBER[33], ci_rescale(33)
+    report = run_check(compiled, kernel_path=ignoring, against=problem, rescale=rescale)
     assert not report.ok and report.outputs[0].mismatched
     # a spec that ignores the weight no longer means the problem: said before any kernel runs
     wrong_spec = spec_variant(
         tmp_path, 33, "* weight + bias", "+ bias", dims=CI_DIMS["33_batch_norm"]
     )
     with pytest.raises(ValueError, match="the spec computes something else than the problem"):
-        run_check(wrong_spec, against=problem)
+        run_check(wrong_spec, against=problem, rescale=rescale)
 
 
 def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
