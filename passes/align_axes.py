@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 
-REDUCTIONS = ("sum", "amax", "amin")
+# The reductions PyPTO computes itself (mean, var, ... are legalized into them first).
+REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
+_BROADCASTING = (ops.Kind.ARITHMETIC, ops.Kind.ELEMENTWISE, ops.Kind.COMPARISON, ops.Kind.SELECT)
 Frame = list[int]  # an axis id per dimension of a tensor
 
 
@@ -93,8 +95,10 @@ class _Aligner:
                 if node.attr("keepdim")
                 else [axis for position, axis in enumerate(operand) if position not in axes]
             )
-        else:
+        elif ops.lookup(node.op).kind in _BROADCASTING:
             frame = self.broadcast(node)
+        else:  # a scan or window treated as elementwise would be a wrong kernel, not an error
+            raise ops.UnknownOp(f"align_axes cannot lay out op `{node.op}`")
         self.frames[id(node)] = frame
         self.keep.append(node)
         return frame

@@ -4,37 +4,16 @@ from __future__ import annotations
 
 import math
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
-
-SCALAR_FUNCTIONS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "pow": lambda a, b: a**b,
-    "neg": lambda a: -a,
-    "exp": math.exp,
-    "log": math.log,
-    "sqrt": math.sqrt,
-    "rsqrt": lambda a: 1.0 / math.sqrt(a),
-    "abs": abs,
-    "reciprocal": lambda a: 1.0 / a,
-    "sigmoid": lambda a: 1.0 / (1.0 + math.exp(-a)),
-    "tanh": math.tanh,
-    "relu": lambda a: max(a, 0.0),
-    "log1p": math.log1p,
-    "expm1": math.expm1,
-    "maximum": max,
-    "minimum": min,
-    "clamp": lambda a, lo, hi: min(max(a, lo), hi),
-}
 
 
 def _fold(node: ir.Expr) -> ir.Expr:
     if not isinstance(node, ir.Op) or not all(isinstance(o, ir.Const) for o in node.operands):
         return node
-    function = SCALAR_FUNCTIONS[node.op]
+    function = ops.lookup(node.op).fold
+    if function is None:
+        raise ops.UnknownOp(f"op `{node.op}` has no constant folding, yet has only constants")
     try:
         value = float(function(*(o.value for o in node.operands)))
     except (ArithmeticError, ValueError, TypeError):  # TypeError: a complex result

@@ -90,6 +90,30 @@ def _tanh(node: ir.Op) -> ir.Expr:
     return ir.op("sub", scaled, _const(1.0, node), span=node.span)
 
 
+# Abramowitz and Stegun 7.1.26: erf(x) = 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1/(1 + p x)
+# for x >= 0, odd in x; absolute error below 1.5e-7.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _erf(node: ir.Op) -> ir.Expr:
+    """PyPTO has no erf: sign(x) * (1 - poly(t) * exp(-x^2)) with t = 1 / (1 + p |x|)."""
+    (x,) = node.operands
+
+    def op(name: str, *operands: ir.Expr) -> ir.Op:
+        return ir.op(name, *operands, span=node.span)
+
+    t = op(
+        "reciprocal", op("add", op("mul", op("abs", x), _const(_ERF_P, node)), _const(1.0, node))
+    )
+    polynomial = op("add", op("mul", t, _const(_ERF_A[4], node)), _const(_ERF_A[3], node))
+    for coefficient in reversed(_ERF_A[:3]):
+        polynomial = op("add", op("mul", polynomial, t), _const(coefficient, node))
+    gauss = op("exp", op("mul", op("mul", x, x), _const(-1.0, node)))
+    tail = op("mul", op("mul", polynomial, t), gauss)
+    return op("mul", op("sign", x), op("sub", _const(1.0, node), tail))
+
+
 def _clamp(node: ir.Op) -> ir.Expr:
     """PyPTO's clip rejects 1-D tensors; min(max(x, lo), hi) works at every rank."""
     value, low, high = node.operands
@@ -220,6 +244,7 @@ RULES: dict[str, Rule] = {
     "tanh(t)": _tanh,
     "clamp(t,s,s)": _clamp,
     "expm1(t)": _expm1,
+    "erf(t)": _erf,
     **{f"{name}(s,t)": _mirrored_comparison for name in _MIRRORED},
 }
 

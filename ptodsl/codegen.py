@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ptodsl import __version__, ir
+from ptodsl import __version__, ir, ops
 from ptodsl.passes.chain_reductions import chain_axes
 from ptodsl.passes.tiling import choose_tile, reduction_aligned
 from ptodsl.pyexpr import (
@@ -19,26 +19,7 @@ from ptodsl.pyexpr import (
 )
 from ptodsl.target import PYPTO_0_2_0
 
-PYPTO_SPELLING = {
-    "exp": "pypto.exp({0})",
-    "log": "pypto.log({0})",
-    "sqrt": "pypto.sqrt({0})",
-    "rsqrt": "pypto.rsqrt({0})",
-    "abs": "pypto.abs({0})",
-    "reciprocal": "pypto.reciprocal({0})",
-    "sigmoid": "pypto.sigmoid({0})",
-    "relu": "pypto.relu({0})",
-    "log1p": "pypto.log1p({0})",
-    "maximum": "pypto.maximum({0}, {1})",
-    "minimum": "pypto.minimum({0}, {1})",
-    "pow": "pypto.pow({0}, {1})",
-    "where": "pypto.where({0}, {1}, {2})",
-    "clone": "pypto.clone({0})",
-    "expand": "pypto.expand_clone({0}, {shape})",
-    "sum": "pypto.sum({0}, {axis}, keepdim=True)",
-    "amax": "pypto.amax({0}, {axis}, keepdim=True)",
-    "amin": "pypto.amin({0}, {axis}, keepdim=True)",
-}
+PYPTO_SPELLING = ops.spellings("pypto")
 
 _HELPERS = '''
 def _expect(name, tensor, shape, dtype):
@@ -84,13 +65,6 @@ def factory_name(kernel: ir.Kernel) -> str:
 
 def factory_arguments(kernel: ir.Kernel) -> list[str]:
     return [d.name for d in kernel.dims] + [p.name for p in kernel.kernel_params]
-
-
-ACCUMULATE = {
-    "sum": "{0} + {1}",
-    "amax": "pypto.maximum({0}, {1})",
-    "amin": "pypto.minimum({0}, {1})",
-}
 
 
 class _Block:
@@ -214,7 +188,7 @@ class _Block:
 def _accumulate(output: str, part: str, op: str, block_index: str, indent: str) -> list[str]:
     """Adds a block's part to an output: the loop's first iteration writes it, the others
     and the tail combine (accumulating into a temporary instead gives zeros on 0.2.0)."""
-    combined = ACCUMULATE[op].format(output, part)
+    combined = ops.lookup(op).combine.format(output, part)
     if block_index != "i":
         return [f"{indent}{output}[:] = {combined}"]
     return [

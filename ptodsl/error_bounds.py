@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 import torch
 
-from ptodsl import ir
+from ptodsl import ir, ops
 
 
 @attrs.frozen
@@ -61,31 +61,21 @@ def _keep(value: torch.Tensor, axes: Sequence[int], keepdim: bool) -> torch.Tens
 Rule = Callable[[list[Bounded], Mapping[str, object]], Bounded]
 
 
-def _elementwise(
-    value: Callable[..., torch.Tensor],
-    propagate: Callable[..., torch.Tensor],
-    hidden: float = 0.0,
-    rounds: bool = True,
-) -> Rule:
-    """An elementwise op: its value, and how operand errors propagate through it
-    (`propagate(v, *operands)` in magnitudes); the result's own rounding |v| is added, and
-    `hidden`, the magnitude of an intermediate the target's formula rounds and then cancels
-    (tanh as 2 sigmoid(2x) - 1 rounds values near 1 even where tanh is near 0). An op that
-    only selects or flips the sign of a value (`rounds=False`) adds no rounding."""
+def _elementwise(op: ops.OpDef) -> Rule:
+    """An elementwise op from the registry: its value (the torch function of its name), how
+    operand errors propagate through it (`op.propagate`, in magnitudes), the result's own
+    rounding |v| unless it only selects or flips a sign, and `op.hidden`, the magnitude of
+    an intermediate the target's formula rounds and then cancels (tanh as 2 sigmoid(2x) - 1
+    rounds values near 1 even where tanh is near 0)."""
+    function = getattr(torch, op.name)
 
     def rule(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
-        result = value(*(o.value for o in operands))
-        scale = propagate(result, *operands) + (result.abs() if rounds else 0.0) + hidden
+        result = function(*(o.value for o in operands))
+        scale = op.propagate(torch, result, *operands)  # type: ignore[misc]
+        scale = scale + (result.abs() if op.rounds else 0.0) + op.hidden
         return Bounded(result, scale)
 
     return rule
-
-
-def _safe_div(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
-    """numerator / denominator, infinite where the denominator is 0 (no bound there)."""
-    return torch.where(
-        denominator != 0, numerator / denominator.abs(), torch.full_like(numerator, math.inf)
-    ).where(numerator != 0, torch.zeros_like(numerator))
 
 
 def _compare(function: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Rule:
@@ -223,41 +213,12 @@ def _matmul(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounde
     return Bounded(value, scale + torch.matmul(av.abs(), bv.abs()))
 
 
-RULES: dict[str, Rule] = {
-    "add": _elementwise(torch.add, lambda v, a, b: a.scale + b.scale),
-    "sub": _elementwise(torch.sub, lambda v, a, b: a.scale + b.scale),
-    "mul": _elementwise(
-        torch.mul, lambda v, a, b: a.scale * b.value.abs() + a.value.abs() * b.scale
-    ),
-    "div": _elementwise(torch.div, lambda v, a, b: _safe_div(a.scale + v.abs() * b.scale, b.value)),
-    "neg": _elementwise(torch.neg, lambda v, a: a.scale, rounds=False),
-    "exp": _elementwise(torch.exp, lambda v, a: v * a.scale),
-    "log": _elementwise(torch.log, lambda v, a: _safe_div(a.scale, a.value)),
-    "sqrt": _elementwise(torch.sqrt, lambda v, a: _safe_div(a.scale, 2 * v)),
-    "rsqrt": _elementwise(torch.rsqrt, lambda v, a: _safe_div(v.abs() * a.scale, 2 * a.value)),
-    "reciprocal": _elementwise(torch.reciprocal, lambda v, a: v * v * a.scale),
-    "abs": _elementwise(torch.abs, lambda v, a: a.scale, rounds=False),
-    "relu": _elementwise(torch.relu, lambda v, a: a.scale, rounds=False),
-    "sigmoid": _elementwise(torch.sigmoid, lambda v, a: v * (1 - v) * a.scale),
-    # tanh and expm1 are legalized through exp; log1p may add 1 before its log.
-    "tanh": _elementwise(torch.tanh, lambda v, a: (1 - v * v) * a.scale, hidden=1.0),
-    "log1p": _elementwise(torch.log1p, lambda v, a: _safe_div(a.scale, 1 + a.value), hidden=1.0),
-    "expm1": _elementwise(torch.expm1, lambda v, a: torch.exp(a.value) * a.scale, hidden=1.0),
-    "maximum": _elementwise(
-        torch.maximum, lambda v, a, b: torch.maximum(a.scale, b.scale), rounds=False
-    ),
-    "minimum": _elementwise(
-        torch.minimum, lambda v, a, b: torch.maximum(a.scale, b.scale), rounds=False
-    ),
+# Ops whose errors do not follow from an elementwise derivative alone.
+_SPECIFIC_RULES: dict[str, Rule] = {
     "clamp": _clamp,
     "pow": _pow,
     "where": _where,
-    "lt": _compare(torch.lt),
-    "le": _compare(torch.le),
-    "gt": _compare(torch.gt),
-    "ge": _compare(torch.ge),
-    "eq": _compare(torch.eq),
-    "ne": _compare(torch.ne),
+    **{op.name: _compare(getattr(torch, op.name)) for op in ops.of_kind(ops.Kind.COMPARISON)},
     "sum": _sum,
     "mean": _mean,
     "var": _var,
@@ -268,6 +229,10 @@ RULES: dict[str, Rule] = {
     "log_softmax": _log_softmax,
     "logsumexp": _logsumexp,
     "matmul": _matmul,
+}
+RULES: dict[str, Rule] = {
+    **{op.name: _elementwise(op) for op in ops.OPS.values() if op.propagate is not None},
+    **_SPECIFIC_RULES,
 }
 REDUCTIONS_OVER_AXES = ("sum", "mean", "var", "amax", "amin")
 
@@ -290,9 +255,9 @@ class _Evaluator:
         if isinstance(expr, ir.Ref):
             return self.env[expr.name]
         operands = [self.evaluate(operand) for operand in expr.operands]
-        rule = RULES.get(expr.op)
+        rule = RULES.get(ops.lookup(expr.op).name)
         if rule is None:
-            raise NotImplementedError(f"no error-bound rule for op `{expr.op}`")
+            raise ops.UnknownOp(f"op `{expr.op}` has no error-bound rule")
         attributes = dict(expr.attrs)
         result = rule(operands, attributes)
         if expr.op in REDUCTIONS_OVER_AXES:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.target import form
 
 # Python precedence, higher binds tighter.
@@ -84,23 +84,7 @@ _FORM_PRECEDENCE = {
     "{0}.T": _ATOM,
 }
 
-SCALAR_SPELLING: Spelling = {
-    "pow": "{0} ** {1}",
-    "exp": "math.exp({0})",
-    "log": "math.log({0})",
-    "sqrt": "math.sqrt({0})",
-    "rsqrt": "1.0 / math.sqrt({0})",
-    "abs": "abs({0})",
-    "reciprocal": "1.0 / {0}",
-    "sigmoid": "1.0 / (1.0 + math.exp(-{0}))",
-    "tanh": "math.tanh({0})",
-    "relu": "max({0}, 0.0)",
-    "log1p": "math.log1p({0})",
-    "expm1": "math.expm1({0})",
-    "maximum": "max({0}, {1})",
-    "minimum": "min({0}, {1})",
-    "clamp": "min(max({0}, {1}), {2})",
-}
+SCALAR_SPELLING: Spelling = ops.spellings("scalar")
 
 
 def _attribute_text(value: object) -> str:

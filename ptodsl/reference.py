@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import __version__, ir
+from ptodsl import __version__, ir, ops
 from ptodsl.pyexpr import (
     SCALAR_SPELLING,
     PythonEmitter,
@@ -14,39 +14,7 @@ from ptodsl.pyexpr import (
     uses_math,
 )
 
-TORCH_SPELLING = {
-    "exp": "torch.exp({0})",
-    "log": "torch.log({0})",
-    "sqrt": "torch.sqrt({0})",
-    "rsqrt": "torch.rsqrt({0})",
-    "abs": "torch.abs({0})",
-    "reciprocal": "torch.reciprocal({0})",
-    "sigmoid": "torch.sigmoid({0})",
-    "tanh": "torch.tanh({0})",
-    "relu": "torch.relu({0})",
-    "log1p": "torch.log1p({0})",
-    "expm1": "torch.expm1({0})",
-    "maximum(t,t)": "torch.maximum({0}, {1})",
-    "maximum(t,s)": "torch.clamp({0}, min={1})",
-    "maximum(s,t)": "torch.clamp({1}, min={0})",
-    "minimum(t,t)": "torch.minimum({0}, {1})",
-    "minimum(t,s)": "torch.clamp({0}, max={1})",
-    "minimum(s,t)": "torch.clamp({1}, max={0})",
-    "clamp": "torch.clamp({0}, {1}, {2})",
-    "pow": "torch.pow({0}, {1})",
-    "where": "torch.where({0}, {1}, {2})",
-    "sum": "torch.sum({0}, dim={axes}, keepdim={keepdim})",
-    "mean": "torch.mean({0}, dim={axes}, keepdim={keepdim})",
-    "var": "torch.var({0}, dim={axes}, keepdim={keepdim}, correction={correction})",
-    "amax": "torch.amax({0}, dim={axes}, keepdim={keepdim})",
-    "amin": "torch.amin({0}, dim={axes}, keepdim={keepdim})",
-    "batchmean": "_batchmean({0})",
-    "matmul": "torch.matmul({0}, {1})",
-    "transpose": "{0}.T",
-    "softmax": "torch.softmax({0}, dim={axis})",
-    "log_softmax": "torch.log_softmax({0}, dim={axis})",
-    "logsumexp": "torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
-}
+TORCH_SPELLING = ops.spellings("torch")
 
 _BATCHMEAN = '''
 def _batchmean(x):

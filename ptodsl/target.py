@@ -45,6 +45,7 @@ PYPTO_0_2_0 = Target(
         """
         add(t,t) add(t,s) sub(t,t) sub(t,s) mul(t,t) mul(t,s) div(t,t) div(t,s)
         exp(t) log(t) sqrt(t) rsqrt(t) abs(t) reciprocal(t) sigmoid(t) relu(t) log1p(t)
+        sin(t) cos(t) sign(t)
         maximum(t,t) maximum(t,s) minimum(t,t) minimum(t,s) pow(t,s)
         lt(t,t) lt(t,s) le(t,t) le(t,s) gt(t,t) gt(t,s) ge(t,t) ge(t,s)
         eq(t,t) eq(t,s) ne(t,t) ne(t,s)

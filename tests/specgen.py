@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 SIZES = [1, 1, 2, 3, 5, 7, 8, 13, 16, 31, 32, 64, 97, 128, 256, 1031]
 CONSTANTS = ["0.5", "2.0", "1.5", "0.25", "3.0", "1e-5", "1.0"]
-ANY_UNARY = ["abs", "sigmoid", "tanh", "relu"]
+ANY_UNARY = ["abs", "sigmoid", "tanh", "relu", "sin", "cos", "erf"]
 POSITIVE_UNARY = ["log", "sqrt", "rsqrt", "reciprocal", "log1p"]
 REDUCTIONS = ["sum", "mean", "max", "min"]
 
