@@ -15,6 +15,7 @@ import attrs
 
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 # The reductions PyPTO computes itself (mean, var, ... are legalized into them first).
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
@@ -184,7 +185,7 @@ class _Aligner:
         return self.framed_inputs() + self.keep
 
 
-def align_axes(kernel: ir.Kernel) -> ir.Kernel:
+def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     aligner = _Aligner(kernel)
     aligner.collect()
     order = aligner.order()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 
 
@@ -31,7 +32,7 @@ def _chained(node: ir.Expr) -> ir.Expr:
     return value
 
 
-def chain_reductions(kernel: ir.Kernel) -> ir.Kernel:
+def chain_reductions(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     return kernel.map_body(_chained)
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
 def _key(node: ir.Expr) -> tuple:
@@ -59,7 +60,7 @@ def _without_aliases(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
     return tuple(kept)
 
 
-def cse(kernel: ir.Kernel) -> ir.Kernel:
+def cse(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     body = _without_aliases(kernel.body)
     index = 0
     while (key := _repeated(body)) is not None:

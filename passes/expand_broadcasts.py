@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
 def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
@@ -37,5 +38,5 @@ def _one_axis_broadcasts(node: ir.Expr) -> ir.Expr:
     return attrs.evolve(node, operands=operands) if operands != node.operands else node
 
 
-def expand_broadcasts(kernel: ir.Kernel) -> ir.Kernel:
+def expand_broadcasts(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     return kernel.map_body(_one_axis_broadcasts)

@@ -6,6 +6,7 @@ import math
 
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
 def _fold(node: ir.Expr) -> ir.Expr:
@@ -23,5 +24,5 @@ def _fold(node: ir.Expr) -> ir.Expr:
     return ir.Const(value, node.span)
 
 
-def fold_constants(kernel: ir.Kernel) -> ir.Kernel:
+def fold_constants(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     return kernel.map_body(_fold)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
-def hoist_scalars(kernel: ir.Kernel) -> ir.Kernel:
+def hoist_scalars(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     scalar_lets: list[ir.Let] = []
     taken = {d.name for d in kernel.dims} | {p.name for p in kernel.params}
     taken |= {t.name for t in kernel.inputs} | {t.name for t in kernel.outputs}

@@ -14,6 +14,7 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.target import PYPTO_0_2_0, Target, form
 
 Rule = Callable[[ir.Op], ir.Expr]
@@ -263,11 +264,10 @@ def legalize_expr(
     return ir.map_expr(node, rewrite)
 
 
-def legalize(
-    kernel: ir.Kernel, target: Target = PYPTO_0_2_0, tuning: ir.Tuning | None = None
-) -> ir.Kernel:
+def legalize(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """`tuning` may pick the variance form (see VARIANCE_FORMS); two-pass by default."""
-    variance = (tuning and tuning.variance) or "two_pass"
+    target, tuning = ctx.target, ctx.tuning
+    variance = tuning.variance or "two_pass"
     rule, reason = VARIANCE_FORMS[variance]
     decisions = tuple(
         f"var at {node.span.line}:{node.span.column}: {reason}"

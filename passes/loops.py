@@ -15,10 +15,11 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.chain_reductions import chain_axes
 from ptodsl.passes.tiling import auto_tiles, ceil_div
-from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.target import Target
 
 
 def _without(values: tuple[int, ...], axis: int) -> tuple[int, ...]:
@@ -132,10 +133,9 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase) -> ir.Loop | None:
     return ir.Loop(count=k // chunk, chunk=chunk, tail=k % chunk, axis=len(phase.shape))
 
 
-def insert_loops(
-    kernel: ir.Kernel, target: Target = PYPTO_0_2_0, tuning: ir.Tuning | None = None
-) -> ir.Kernel:
+def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """`tuning` may ask for more loop iterations, or other matmul chunks, than the defaults."""
+    target, tuning = ctx.target, ctx.tuning
     assert kernel.schedule is not None, "tiling runs first"
     tuning = tuning or ir.Tuning()
     matmul_chunks = tuning.matmul_chunks or MATMUL_ITERATIONS

@@ -15,8 +15,8 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.diagnostics import SpecError
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS, matmul_operands
-from ptodsl.target import PYPTO_0_2_0, Target
 
 
 def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]:
@@ -50,7 +50,8 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
     return groups or [[0]]
 
 
-def merge_axes(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> ir.Kernel:
+def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
+    target = ctx.target
     opaque = matmul_operands(kernel)
     shapes = _tensor_shapes(kernel, opaque)
     if opaque:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
 def _names_read(expr: ir.Expr) -> set[str]:
     return {node.name for node in ir.walk(expr) if isinstance(node, ir.Ref)}
 
 
-def output_safety(kernel: ir.Kernel) -> ir.Kernel:
+def output_safety(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     inputs = {tensor.name for tensor in kernel.inputs}
     body = []
     for index, stmt in enumerate(kernel.body):

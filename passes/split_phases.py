@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 
 
@@ -36,7 +37,7 @@ def _only_scalars_besides(node: ir.Expr, reduction: ir.Op) -> bool:
     return ir.is_scalar(node)
 
 
-def split_phases(kernel: ir.Kernel) -> ir.Kernel:
+def split_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     body: list[ir.Stmt] = []
     outputs = {o.name: o for o in kernel.outputs}
 

@@ -14,6 +14,7 @@ import math
 import attrs
 
 from ptodsl import ir
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.target import PYPTO_0_2_0, Target
 
@@ -186,12 +187,10 @@ def _reduced_axis_first_cap(
 SPILL_SAFE_TILE_ELEMENTS = 8192
 
 
-def tile_phases(
-    kernel: ir.Kernel, target: Target = PYPTO_0_2_0, tuning: ir.Tuning | None = None
-) -> ir.Kernel:
+def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """Groups consecutive statements into phases and gives each a tile for its shape;
     `tuning` may shrink the tile budget or cap the last axis."""
-    tuning = tuning or ir.Tuning()
+    target, tuning = ctx.target, ctx.tuning
     if tuning.tile_elements:
         budget = min(tuning.tile_elements, target.max_tile_elements)
         target = attrs.evolve(target, max_tile_elements=budget)

@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     compile_command.add_argument(
         "--untuned", action="store_true", help="ignore a plan stored by `ptodsl tune`"
     )
+    compile_command.add_argument(
+        "--verify-each",
+        action="store_true",
+        help="check the IR's invariants after every pass (a violation is an internal error)",
+    )
 
     tune_command = commands.add_parser(
         "tune", help="measure candidate plans in pypto SIM and store the fastest for compile"
@@ -151,11 +156,13 @@ def _read_spec(path: Path) -> Source:
         ) from None
 
 
-def _emit(stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool) -> str:
+def _emit(
+    stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool, verify_each: bool
+) -> str:
     # Early stages print even when a later pass rejects the spec.
     until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
     tuning = cached_tuning(source.text, dim_sizes) if tuned else None
-    lowered = lower(source, dim_sizes, until=until, tuning=tuning)
+    lowered = lower(source, dim_sizes, until=until, tuning=tuning, verify_each=verify_each)
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -173,7 +180,9 @@ def _emit(stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool) ->
 
 def _compile(args: argparse.Namespace) -> int:
     source = _read_spec(args.spec)
-    text = _emit(args.emit, source, dict(args.dim), tuned=not args.untuned)
+    text = _emit(
+        args.emit, source, dict(args.dim), tuned=not args.untuned, verify_each=args.verify_each
+    )
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -11,6 +10,7 @@ from ptodsl import ir
 from ptodsl.checker import check
 from ptodsl.diagnostics import Source, Span, SpecError
 from ptodsl.parser import parse
+from ptodsl.passes import PassContext
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
 from ptodsl.passes.cse import cse
@@ -25,8 +25,9 @@ from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.syntax import Spec
 from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.verify import verify
 
-Pass = Callable[[ir.Kernel], ir.Kernel]
+Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 
 # In order. Each name is also an `--emit` stage showing the IR after that pass.
 PASSES: tuple[tuple[str, Pass], ...] = (
@@ -70,19 +71,24 @@ def lower(
     target: Target = PYPTO_0_2_0,
     until: str | None = None,
     tuning: ir.Tuning | None = None,
+    verify_each: bool = False,
 ) -> Lowered:
     """Runs the front end and the passes, or stops after the stage named `until` ("check"
-    or a pass name); every `SpecError` comes out with its source. Passes that depend on the
-    target's forms and limits get `target`; the planning passes get `tuning`."""
-    options = {"target": target, "tuning": tuning}
+    or a pass name); every `SpecError` comes out with its source. Every pass gets the same
+    context: the target's forms and limits and the plan choices `tuning`. `verify_each`
+    checks the IR's invariants after the front end and after every pass (ptodsl.verify)."""
+    context = PassContext(target, tuning or ir.Tuning())
     try:
         syntax = parse(source.text)
         checked = check(syntax, dim_sizes)
         stages = []
         kernel = checked
+        if verify_each:
+            verify(kernel, "check", target, PASS_NAMES)
         for name, run in PASSES if until != "check" else ():
-            wanted = inspect.signature(run).parameters
-            kernel = run(kernel, **{k: v for k, v in options.items() if k in wanted})
+            kernel = run(kernel, context)
+            if verify_each:
+                verify(kernel, name, target, PASS_NAMES)
             stages.append((name, kernel))
             if name == until:
                 break
