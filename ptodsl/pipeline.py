@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from ptodsl import ir
-from ptodsl.checker import check
 from ptodsl.diagnostics import Source, Span, SpecError
 from ptodsl.parser import parse
 from ptodsl.passes import PassContext
@@ -17,14 +16,15 @@ from ptodsl.passes.cse import cse
 from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
+from ptodsl.passes.isolate_reductions import isolate_reductions
 from ptodsl.passes.legalize import legalize
 from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
-from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.syntax import Spec
 from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.typecheck import typecheck
 from ptodsl.verify import verify
 
 Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
@@ -36,7 +36,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("hoist_scalars", hoist_scalars),
     ("align_axes", align_axes),
     ("cse", cse),
-    ("split_phases", split_phases),
+    ("isolate_reductions", isolate_reductions),
     ("output_safety", output_safety),
     ("merge_axes", merge_axes),
     ("chain_reductions", chain_reductions),
@@ -80,7 +80,7 @@ def lower(
     context = PassContext(target, tuning or ir.Tuning())
     try:
         syntax = parse(source.text)
-        checked = check(syntax, dim_sizes)
+        checked = typecheck(syntax, dim_sizes)
         stages = []
         kernel = checked
         if verify_each:

@@ -7,7 +7,7 @@ Every stage:
 - every op has an entry in the op registry;
 - every name is defined before it is used (inputs, params, earlier lets), no let is bound
   twice, every output is stored (again only after a store, updating it in place, as
-  `split_phases` does to reduce straight into the output);
+  `isolate_reductions` does to reduce straight into the output);
 - an elementwise op's shape is its operands' broadcast shape, with one dtype;
 - a reduction's shape follows from its operand, its axes (within the operand's rank,
   sorted, distinct) and keepdim; a matmul's from its operands and transpose flags.

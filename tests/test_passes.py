@@ -6,7 +6,6 @@ import attrs
 import pytest
 
 from ptodsl import ir
-from ptodsl.checker import check
 from ptodsl.parser import parse
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
@@ -14,17 +13,18 @@ from ptodsl.passes.cse import cse
 from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
+from ptodsl.passes.isolate_reductions import isolate_reductions
 from ptodsl.passes.legalize import RULES, legalize
 from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
-from ptodsl.passes.split_phases import split_phases
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.target import PYPTO_0_2_0, form
+from ptodsl.typecheck import typecheck
 
 
 def kernel_of(body: str, decls: str = "dims M = 4, N = 8\ninput x: f32[M, N]\n") -> ir.Kernel:
-    return check(parse(f"kernel k\n{decls}{body}"))
+    return typecheck(parse(f"kernel k\n{decls}{body}"))
 
 
 def values(kernel: ir.Kernel) -> list[str]:
@@ -198,7 +198,7 @@ def test_expand_broadcasts_leaves_single_axis_broadcasts_alone():
     assert values(expand_broadcasts(kernel)) == ["add(x, b)"]
 
 
-# ---- align_axes, cse, split_phases, chain_reductions -------------------------------------
+# ---- align_axes, cse, isolate_reductions, chain_reductions -------------------------------------
 
 
 def test_align_axes_keeps_every_axis_and_reduced_axes_as_size_one():
@@ -227,10 +227,10 @@ def test_cse_binds_a_repeated_subexpression_once():
     assert values(shared)[-1] == "div(_t0, add(_t0, 2.0))"
 
 
-def test_split_phases_binds_nested_reductions_and_writes_reductions_to_outputs():
+def test_isolate_reductions_binds_nested_reductions_and_writes_reductions_to_outputs():
     decls = "dims M = 4, N = 8\ninput x: f32[M, N]\n"
     kernel = align_axes(kernel_of("output y: f32[]\ny = sum(sqrt(sum(x, axis=1))) * 0.5\n", decls))
-    split = split_phases(kernel)
+    split = isolate_reductions(kernel)
     assert [type(s).__name__ for s in split.body] == ["Let", "Store", "Store"]
     assert values(split) == [
         "sum(x, axes=(1,), keepdim=True)",
@@ -250,7 +250,7 @@ def test_chain_reductions_reduces_one_axis_at_a_time_last_axis_last():
 def test_tiling_gives_per_sample_and_batch_work_their_own_phases():
     decls = "dims B = 128, D = 4096\ninput a: f32[B, D]\n"
     kernel = kernel_of("output y: f32[]\ny = mean(sqrt(sum(a * a, axis=1)))\n", decls)
-    for run in (fold_constants, legalize, align_axes, cse, split_phases, merge_axes):
+    for run in (fold_constants, legalize, align_axes, cse, isolate_reductions, merge_axes):
         kernel = run(kernel)
     phases = tile_phases(chain_reductions(kernel)).schedule.phases
     assert [(p.shape, p.tile) for p in phases] == [
@@ -265,7 +265,7 @@ def test_tiling_keeps_same_shape_statements_in_one_phase():
     kernel = kernel_of(
         "output y: f32[B]\ny = sqrt(sum(a * a, axis=1)) - sqrt(sum(b * b, axis=1))\n", decls
     )
-    for run in (fold_constants, legalize, align_axes, cse, split_phases, merge_axes):
+    for run in (fold_constants, legalize, align_axes, cse, isolate_reductions, merge_axes):
         kernel = run(kernel)
     phases = tile_phases(chain_reductions(kernel)).schedule.phases
     assert [p.statements for p in phases] == [(0, 1, 2)]

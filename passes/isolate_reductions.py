@@ -37,7 +37,7 @@ def _only_scalars_besides(node: ir.Expr, reduction: ir.Op) -> bool:
     return ir.is_scalar(node)
 
 
-def split_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
+def isolate_reductions(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     body: list[ir.Stmt] = []
     outputs = {o.name: o for o in kernel.outputs}
 

@@ -115,7 +115,7 @@ def _dtype(name: str, span: Span) -> ir.DType:
         raise SpecError(f"unknown dtype `{name}`", span, note=f"known dtypes: {known}") from None
 
 
-class _Checker:
+class _TypeChecker:
     def __init__(self, spec: s.Spec, dim_sizes: Mapping[str, int]):
         self.spec = spec
         self.dim_sizes = dim_sizes
@@ -699,7 +699,7 @@ class _Checker:
         return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
 
 
-def check(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:
+def typecheck(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:
     """Resolves names and checks shapes and dtypes; raises `SpecError` on the first problem.
     `dim_sizes` overrides declared dim sizes (a scaled-down copy of a large spec)."""
     dim_sizes = dict(dim_sizes or {})
@@ -711,4 +711,4 @@ def check(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel
             spec.name_span,
             note="declared dims: " + (", ".join(sorted(declared)) or "none"),
         )
-    return _Checker(spec, dim_sizes).check()
+    return _TypeChecker(spec, dim_sizes).check()
