@@ -108,10 +108,7 @@ def plan_matmul_loop(phase: ir.Phase, chunks: int = MATMUL_ITERATIONS) -> ir.Loo
     return ir.Loop(count=rows // chunk, chunk=chunk, tail=rows % chunk, axis=0)
 
 
-MAX_INNER_AXIS = 65535  # "inner axis must be less than 65535" for ND operands
-
-
-def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase) -> ir.Loop | None:
+def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Loop | None:
     """A contraction longer than PyPTO's inner-axis limit is split into chunks of K whose
     partial products accumulate into the output (measured: 53-96 us on [16, 70000] @
     [70000, 16], where multiply-and-reduce crashes the simulator inside a loop)."""
@@ -120,15 +117,15 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase) -> ir.Loop | None:
     matmul = stmt.value
     a = matmul.operands[0]
     k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
-    if k <= MAX_INNER_AXIS:
+    if k <= target.max_inner_axis:
         return None
     if not isinstance(stmt, ir.Store) or len(phase.shape) != 2:
         raise SpecError(
-            f"a 2-D matmul contracting {k} > {MAX_INNER_AXIS} elements must be an output of "
+            f"a 2-D matmul contracting {k} > {target.max_inner_axis} elements must be an output of "
             "its own (its K chunks accumulate into the output)",
             matmul.span,
         )
-    count = ceil_div(k, MAX_INNER_AXIS)
+    count = ceil_div(k, target.max_inner_axis)
     chunk = k // count if k % count == 0 else ceil_div(k, count) // 16 * 16
     return ir.Loop(count=k // chunk, chunk=chunk, tail=k % chunk, axis=len(phase.shape))
 
@@ -142,7 +139,7 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
     phases = []
     for whole in kernel.schedule.phases:
         if whole.cube is not None:
-            k_loop = plan_k_loop(kernel, whole)
+            k_loop = plan_k_loop(kernel, whole, target)
             loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)
             phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop))
             continue

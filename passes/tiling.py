@@ -120,17 +120,7 @@ def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
     ]
 
 
-CUBE_ALIGN = 16  # cube tiles are multiples of 16 (a fractal block)
-L0_OPERAND_BYTES = 64 * 1024  # L0A and L0B: m·k and n·k tiles
-L0_RESULT_BYTES = 128 * 1024  # L0C: the fp32 m·n block
-L1_BYTES = 512 * 1024  # pypto checks one operand at a time; both must fit to run fast
-
-
-def _cube_extent(size: int, preferred: int) -> int:
-    return min(preferred, ceil_div(size, CUBE_ALIGN) * CUBE_ALIGN)
-
-
-def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
+def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ...]:
     """[m L0, m L1], [k L0, k L1], [n L0, n L1] for `set_cube_tile_shapes`, from the shapes
     and the buffer sizes (measured on the #1, #17 and #3 shapes: 128 x 256 output blocks with
     k streamed 64 / 256 beat 128 x 128 blocks by 40%; small products want narrower n blocks
@@ -139,20 +129,24 @@ def choose_cube_tile(matmul: ir.Op) -> tuple[tuple[int, int], ...]:
     m, n = matmul.type.shape[-2:]
     k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
     itemsize = a.type.dtype.itemsize
+
+    def _cube_extent(size: int, preferred: int) -> int:
+        return min(preferred, ceil_div(size, target.cube_align) * target.cube_align)
+
     m_tile = _cube_extent(m, 128)
     n_tile = _cube_extent(n, 256 if math.prod(matmul.type.shape) >= 1 << 20 else 64)
     k_l0 = _cube_extent(k, 64)
     k_l1 = k_l0  # the longest k stream (a multiple of k L0) whose A and B tiles fit L1
     for size in (512, 256, 128):
         candidate = _cube_extent(k, size)
-        if candidate % k_l0 == 0 and (m_tile + n_tile) * candidate * itemsize <= L1_BYTES:
+        if candidate % k_l0 == 0 and (m_tile + n_tile) * candidate * itemsize <= target.l1_bytes:
             k_l1 = candidate
             break
     assert (
-        m_tile * k_l0 * itemsize <= L0_OPERAND_BYTES
-        and n_tile * k_l0 * itemsize <= L0_OPERAND_BYTES
+        m_tile * k_l0 * itemsize <= target.l0_operand_bytes
+        and n_tile * k_l0 * itemsize <= target.l0_operand_bytes
     )
-    assert m_tile * n_tile * 4 <= L0_RESULT_BYTES
+    assert m_tile * n_tile * 4 <= target.l0_result_bytes
     return ((m_tile, m_tile), (k_l0, k_l1), (n_tile, n_tile))
 
 
@@ -181,12 +175,6 @@ def _reduced_axis_first_cap(
     return max(MIN_ROW_BYTES // itemsize, budget // reduced_extent)
 
 
-# Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill UB,
-# and its simulator then fails ("[SIMULATION]: hasCall=0 opSequenceAfterOOO_"; InstanceNorm
-# at [1024, 65536]); half-size tiles pass (InstanceNorm, BatchNorm, GroupNorm at full size).
-SPILL_SAFE_TILE_ELEMENTS = 8192
-
-
 def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """Groups consecutive statements into phases and gives each a tile for its shape;
     `tuning` may shrink the tile budget or cap the last axis."""
@@ -207,7 +195,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
     phases = []
     for shape, indexes, itemsize in groups:
         if is_matmul(kernel.body[indexes[0]]):
-            cube = choose_cube_tile(kernel.body[indexes[0]].value)
+            cube = choose_cube_tile(kernel.body[indexes[0]].value, target)
             phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
             continue
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
@@ -216,7 +204,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         tile = choose_tile(shape, itemsize, target, last_axis_cap)
         row_reductions = _row_reductions(kernel, indexes)
         if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:
-            budget = min(SPILL_SAFE_TILE_ELEMENTS, target.max_tile_elements)
+            budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe, last_axis_cap)
         if row_reductions:

@@ -30,6 +30,16 @@ class Target:
     max_auto_tiles: int  # tiles one vector phase may expand to without a loop
     min_contiguous_bytes: int  # wanted bytes along the last axis of a tile
     reduce_align_bytes: int  # the reduced tensor's last-axis tile must be a multiple
+    # Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill
+    # UB, and its simulator then fails ("[SIMULATION]: hasCall=0 opSequenceAfterOOO_";
+    # InstanceNorm at [1024, 65536]); tiles of this many elements pass (InstanceNorm,
+    # BatchNorm, GroupNorm at full size).
+    spill_safe_tile_elements: int
+    max_inner_axis: int  # a matmul operand's contracted (inner) axis is below this
+    cube_align: int  # cube tile extents are multiples of this (a fractal block)
+    l0_operand_bytes: int  # L0A and L0B: the m·k and n·k tiles
+    l0_result_bytes: int  # L0C: the fp32 m·n block
+    l1_bytes: int  # L1: pypto checks one operand at a time; both must fit to run fast
 
     def supports(self, node: ir.Op) -> bool:
         return form(node) in self.forms
@@ -58,4 +68,10 @@ PYPTO_0_2_0 = Target(
     max_auto_tiles=2048,
     min_contiguous_bytes=1024,
     reduce_align_bytes=32,
+    spill_safe_tile_elements=8192,
+    max_inner_axis=65535,  # "inner axis must be less than 65535" for ND operands
+    cube_align=16,
+    l0_operand_bytes=64 * 1024,
+    l0_result_bytes=128 * 1024,
+    l1_bytes=512 * 1024,
 )
