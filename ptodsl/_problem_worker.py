@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ptodsl import problems
-from ptodsl.api import import_file
+from ptodsl.files import import_file
 
 
 class ProblemFault(Exception):

@@ -3,69 +3,18 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from types import ModuleType
 
 from ptodsl import ir
 from ptodsl.codegen import emit_pypto
 from ptodsl.diagnostics import Source
+from ptodsl.files import load_module
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
 from ptodsl.target import PYPTO_0_2_0, Target
-from ptodsl.tuning import cached_tuning
-
-
-def cache_dir() -> Path:
-    """Where ptodsl keeps what it builds: `PTODSL_CACHE_DIR`, else ~/.cache/ptodsl."""
-    configured = os.environ.get("PTODSL_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "ptodsl"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Writes through a temporary file in the same folder, then renames: readers never see a
-    half-written file, and a failure leaves nothing behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def load_module(source: str, stem: str) -> ModuleType:
-    """Imports generated source from a real file (PyPTO reads kernel source with `inspect`).
-    Files are content-addressed, so the same source is written once and imported once."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    module_name = f"ptodsl_generated_{stem}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    path = cache_dir() / "modules" / digest / f"{stem}.py"
-    if not path.exists() or path.read_text(encoding="utf-8") != source:
-        write_atomically(path, source)
-    return import_file(path, module_name)
-
-
-def import_file(path: Path, module_name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[module_name]
-        raise
-    return module
+from ptodsl.tuning_cache import cached_tuning
 
 
 class Compiled:
@@ -99,6 +48,31 @@ class Compiled:
         return load_module(self.reference_source, f"{self.name}_reference")
 
 
+def lower_spec(
+    source: Source,
+    dims: Mapping[str, int] | None = None,
+    target: Target = PYPTO_0_2_0,
+    tuning: ir.Tuning | str | None = "cached",
+    until: str | None = None,
+    verify_each: bool = False,
+) -> tuple[Lowered, str]:
+    """The one driver behind `ptodsl.compile`, `ptodsl compile`, `check`, `coverage` and
+    `tune`: the spec lowered with the plan they would all use, and which plan that is.
+    `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
+    None the default plan, an `ir.Tuning` those plan choices."""
+    origin = "default plan"
+    if tuning == "cached":
+        tuning = cached_tuning(source.text, dims, target)
+        if tuning is not None:
+            origin = f"tuned plan from the tuning cache ({tuning.describe()})"
+    elif tuning is not None:
+        origin = f"given plan choices ({tuning.describe()})"
+    if not (tuning is None or isinstance(tuning, ir.Tuning)):
+        raise TypeError(f"tuning must be 'cached', None or an ir.Tuning, not {tuning!r}")
+    lowered = lower(source, dims, target, until=until, tuning=tuning, verify_each=verify_each)
+    return lowered, origin
+
+
 def compile(  # noqa: A001 - the public verb
     text: str,
     name: str = "<spec>",
@@ -109,14 +83,5 @@ def compile(  # noqa: A001 - the public verb
     """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input.
     `dims` resizes declared dims, e.g. a scaled-down copy of a large spec for a quick check;
     `target` describes PyPTO's forms and limits (tests shrink its limits to force loops).
-    `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
-    None the default plan, an `ir.Tuning` those plan choices."""
-    origin = "default plan"
-    if tuning == "cached":
-        tuning = cached_tuning(text, dims, target)
-        if tuning is not None:
-            origin = f"tuned plan from the tuning cache ({tuning.describe()})"
-    elif tuning is not None:
-        origin = f"given plan choices ({tuning.describe()})"
-    assert tuning is None or isinstance(tuning, ir.Tuning), tuning
-    return Compiled(lower(Source(text, name), dims, target, tuning=tuning), origin)
+    `tuning`: see `lower_spec`."""
+    return Compiled(*lower_spec(Source(text, name), dims, target, tuning))

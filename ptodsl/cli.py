@@ -13,15 +13,15 @@ import traceback
 from pathlib import Path
 
 from ptodsl import __version__
-from ptodsl.api import Compiled, write_atomically
+from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import Source, SpecError
+from ptodsl.files import write_atomically
 from ptodsl.ir import format_kernel
 from ptodsl.pipeline import PASS_NAMES, lower
 from ptodsl.plan import format_plan
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
-from ptodsl.tuning import cached_tuning
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -161,8 +161,10 @@ def _emit(
 ) -> str:
     # Early stages print even when a later pass rejects the spec.
     until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
-    tuning = cached_tuning(source.text, dim_sizes) if tuned else None
-    lowered = lower(source, dim_sizes, until=until, tuning=tuning, verify_each=verify_each)
+    tuning = "cached" if tuned else None
+    lowered, origin = lower_spec(
+        source, dim_sizes, tuning=tuning, until=until, verify_each=verify_each
+    )
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -175,7 +177,7 @@ def _emit(
         return emit_reference(lowered.checked, source.filename)
     if stage == "kernelbench":
         return emit_kernelbench(lowered.kernel, source.filename)
-    return Compiled(lowered).source
+    return Compiled(lowered, origin).source
 
 
 def _compile(args: argparse.Namespace) -> int:

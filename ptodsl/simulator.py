@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import attrs
 import torch
 
-from ptodsl.api import cache_dir
+from ptodsl.files import cache_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_lines, run_worker
 
 VERIFY_LEVELS = ("none", "graph", "all")

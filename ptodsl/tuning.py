@@ -11,22 +11,20 @@ and `ptodsl.compile` use a cached plan when one exists.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import itertools
-import json
 import math
-import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
-from ptodsl import __version__, ir
+from ptodsl import ir
+from ptodsl.api import Compiled, lower_spec
 from ptodsl.diagnostics import Source, SpecError
-from ptodsl.pipeline import Lowered, lower
+from ptodsl.pipeline import Lowered
 from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.tuning_cache import store_record
 
 TILE_ELEMENTS = (None, 8192, 4096, 2048)
 LAST_AXIS_TILES = (None, 64, 256, 1024)
@@ -35,50 +33,8 @@ MATMUL_CHUNKS = (None, 1, 2, 8)
 VARIANCE_FORMS = (None, "one_pass")
 
 
-def tuning_dir() -> Path:
-    """`PTODSL_TUNING_DIR`, else `tuning/` in ptodsl's cache folder."""
-    configured = os.environ.get("PTODSL_TUNING_DIR")
-    if configured:
-        return Path(configured)
-    from ptodsl.api import cache_dir  # api imports this module
-
-    return cache_dir() / "tuning"
-
-
-def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
-    identity = {
-        "spec": text,
-        "dims": sorted((dims or {}).items()),
-        "target": target.name,
-        "ptodsl": __version__,
-        "pypto": importlib.metadata.version("pypto"),
-    }
-    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
-
-
-def _cache_path(
-    text: str, dims: Mapping[str, int] | None, target: Target, checked: bool = True
-) -> Path:
-    """The entry compile reads (a plan that passed `ptodsl check`), or with checked=False
-    the record of a `--no-check` tune, which compile never reads."""
-    suffix = "" if checked else ".unchecked"
-    return tuning_dir() / f"{cache_key(text, dims, target)}{suffix}.json"
-
-
 class TuningFailed(Exception):
     """No candidate plan ran, or none that ran passed `ptodsl check` on this machine."""
-
-
-def cached_tuning(
-    text: str, dims: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
-) -> ir.Tuning | None:
-    try:
-        record = json.loads(_cache_path(text, dims, target).read_text(encoding="utf-8"))
-        if record.get("checked") is not True:
-            return None  # only a plan that passed `ptodsl check` changes what compile emits
-        return ir.Tuning(**record["tuning"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # no entry, or one from an incompatible ptodsl: compile untuned
 
 
 @attrs.frozen
@@ -94,7 +50,6 @@ def probe_cost(lowered: Lowered, module_path: Path | None = None) -> Cost:
     # Imported here: torch and the simulator are heavy, and `compile` never needs them.
     import torch
 
-    from ptodsl.api import Compiled
     from ptodsl.checking import TORCH_DTYPES
     from ptodsl.simulator import run_model
 
@@ -116,7 +71,7 @@ def probe_cost(lowered: Lowered, module_path: Path | None = None) -> Cost:
 
 def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -> list[Lowered]:
     """Every distinct plan the knobs give for this kernel, the default plan first."""
-    default = lower(source, dims, target)
+    default, _ = lower_spec(source, dims, target, tuning=None)
     schedule = default.kernel.schedule
     assert schedule is not None
     vector = [p for p in schedule.phases if p.cube is None]
@@ -146,7 +101,7 @@ def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -
     for choice in choices:
         tuning = ir.Tuning(*choice)
         try:
-            lowered = lower(source, dims, target, tuning=tuning)
+            lowered, _ = lower_spec(source, dims, target, tuning=tuning)
         except SpecError:
             continue  # a choice the passes reject, e.g. too many tiles for one loop
         plans.setdefault(_plan_key(lowered), lowered)
@@ -240,7 +195,6 @@ def available_memory_bytes() -> float:
 def _first_passing(ranked: list[Measured]) -> Measured:
     """The fastest plan that `ptodsl check` proves. A plan whose check cannot run here (pass
     verification of a long loop outgrows the machine's memory) is passed over."""
-    from ptodsl.api import Compiled
     from ptodsl.checking import run_check
     from ptodsl.simulator import SimulationError
 
@@ -264,17 +218,13 @@ def _store(
     default: Measured,
     checked: bool,
 ) -> None:
-    from ptodsl.api import write_atomically
-
     assert best.cost is not None
     record = {
         "tuning": attrs.asdict(best.plan.tuning),
-        "checked": checked,
         "sim_time_us": best.cost.sim_time_us,
         "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
     }
-    path = _cache_path(text, dims, target, checked)
-    write_atomically(path, json.dumps(record, indent=2) + "\n")
+    store_record(text, dims, target, record, checked)
 
 
 def format_table(result: TuneResult) -> str:
