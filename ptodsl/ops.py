@@ -101,6 +101,27 @@ def _safe_ratio(t, numerator, denominator):
     return ratio.where(numerator != 0, t.zeros_like(numerator))
 
 
+def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
+    """max(a, b) or min(a, b): torch spells a scalar bound as a clamp. The result is one of
+    the operands, so it does not round."""
+    return OpDef(
+        name,
+        Kind.ELEMENTWISE,
+        2,
+        spec=spec,
+        fold={"max": max, "min": min}[spec],
+        scalar=f"{spec}({{0}}, {{1}})",
+        torch={
+            f"{name}(t,t)": f"torch.{name}({{0}}, {{1}})",
+            f"{name}(t,s)": f"torch.clamp({{0}}, {clamp_bound}={{1}})",
+            f"{name}(s,t)": f"torch.clamp({{1}}, {clamp_bound}={{0}})",
+        },
+        pypto=f"pypto.{name}({{0}}, {{1}})",
+        propagate=lambda t, v, a, b: t.maximum(a.scale, b.scale),
+        rounds=False,
+    )
+
+
 def _comparison(name: str) -> OpDef:
     """Spelled infix in every dialect (`ptodsl.pyexpr`)."""
     return OpDef(name, Kind.COMPARISON, 2)
@@ -238,38 +259,8 @@ _OPS = [
         pypto="pypto.sign({0})",
         rounds=False,
     ),
-    OpDef(
-        "maximum",
-        Kind.ELEMENTWISE,
-        2,
-        spec="max",
-        fold=max,
-        scalar="max({0}, {1})",
-        torch={
-            "maximum(t,t)": "torch.maximum({0}, {1})",
-            "maximum(t,s)": "torch.clamp({0}, min={1})",
-            "maximum(s,t)": "torch.clamp({1}, min={0})",
-        },
-        pypto="pypto.maximum({0}, {1})",
-        propagate=lambda t, v, a, b: t.maximum(a.scale, b.scale),
-        rounds=False,
-    ),
-    OpDef(
-        "minimum",
-        Kind.ELEMENTWISE,
-        2,
-        spec="min",
-        fold=min,
-        scalar="min({0}, {1})",
-        torch={
-            "minimum(t,t)": "torch.minimum({0}, {1})",
-            "minimum(t,s)": "torch.clamp({0}, max={1})",
-            "minimum(s,t)": "torch.clamp({1}, max={0})",
-        },
-        pypto="pypto.minimum({0}, {1})",
-        propagate=lambda t, v, a, b: t.maximum(a.scale, b.scale),
-        rounds=False,
-    ),
+    _extremum("maximum", "max", clamp_bound="min"),
+    _extremum("minimum", "min", clamp_bound="max"),
     OpDef(
         "pow",
         Kind.ELEMENTWISE,
