@@ -18,7 +18,7 @@ from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.chain_reductions import chain_axes
-from ptodsl.passes.tiling import auto_tiles, ceil_div
+from ptodsl.passes.tiling import auto_tiles, ceil_div, choose_tile, reduction_aligned
 from ptodsl.target import Target
 
 
@@ -141,7 +141,12 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole, target)
             loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)
-            phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop))
+            accumulate = None
+            if k_loop is not None:  # K chunks accumulate into the output on the vector cores
+                (index,) = whole.statements
+                output = kernel.body[index].value
+                accumulate = choose_tile(output.type.shape, output.type.dtype.itemsize, target)
+            phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop, accumulate_tile=accumulate))
             continue
         for phase in _split_after_loop_reductions(kernel, whole, target):
             reduced = reduced_axes(kernel, phase)
@@ -153,5 +158,27 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
                     "split it",
                     kernel.outputs[0].span,
                 )
-            phases.append(attrs.evolve(phase, loop=loop))
+            partials = () if loop is None else _partials(kernel, phase, loop, target)
+            phases.append(attrs.evolve(phase, loop=loop, partials=partials))
     return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)))
+
+
+def _partials(
+    kernel: ir.Kernel, phase: ir.Phase, loop: ir.Loop, target: Target
+) -> tuple[ir.Partial, ...]:
+    """The phase's `let` reductions over the loop axis: each block leaves a partial result,
+    and the partials are combined after the loop (a last-axis combine is reduce-aligned)."""
+    blocks = loop.count + (1 if loop.tail else 0)
+    partials = []
+    for index in phase.statements:
+        stmt = kernel.body[index]
+        if not isinstance(stmt, ir.Let) or loop.axis not in chain_axes(stmt.value):
+            continue
+        shape = tuple(
+            blocks if axis == loop.axis else size for axis, size in enumerate(stmt.value.type.shape)
+        )
+        tile = shape
+        if loop.axis == len(shape) - 1:
+            tile = reduction_aligned(tile, stmt.value.type.dtype.itemsize, target)
+        partials.append(ir.Partial(index, shape, tile))
+    return tuple(partials)

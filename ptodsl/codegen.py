@@ -9,7 +9,6 @@ import attrs
 
 from ptodsl import __version__, ir, ops
 from ptodsl.passes.chain_reductions import chain_axes
-from ptodsl.passes.tiling import choose_tile, reduction_aligned
 from ptodsl.pyexpr import (
     SCALAR_SPELLING,
     PythonEmitter,
@@ -17,7 +16,6 @@ from ptodsl.pyexpr import (
     emit_assignment,
     uses_math,
 )
-from ptodsl.target import PYPTO_0_2_0
 
 PYPTO_SPELLING = ops.spellings("pypto")
 
@@ -296,8 +294,9 @@ def _k_split_lines(
             *_accumulate(out, part, "sum", block_index, block_indent),
         ]
 
-    tile = choose_tile((m, n), stmt.value.type.dtype.itemsize)
-    lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(tile)}  # for the accumulation"]
+    assert phase.accumulate_tile is not None, "the loops pass tiles a K loop's accumulation"
+    tile = _arguments_text(phase.accumulate_tile)
+    lines = [f"{indent}pypto.set_vec_tile_shapes{tile}  # for the accumulation"]
     return lines + _loop(f"{kernel.name}_phase{index}", loop, indent, block)
 
 
@@ -312,16 +311,15 @@ def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
     if loop is None:
         return lines + _Block(kernel, phase, later_reads, "", None, "0", "0").lines(indent)
     blocks = loop.count + (1 if loop.tail else 0)
-    partials = []
+    partials = {partial.statement: partial for partial in phase.partials}
     for i in phase.statements:
         stmt, value = kernel.body[i], kernel.body[i].value
         if not isinstance(stmt, ir.Let):
             continue
         dtype = f"pypto.{value.type.dtype.pypto_name}"
-        if loop.axis in chain_axes(value):
-            shape = [blocks if a == loop.axis else s for a, s in enumerate(value.type.shape)]
+        if i in partials:
+            shape = list(partials[i].shape)
             lines.append(f"{indent}{stmt.name}_parts = pypto.Tensor({shape}, {dtype})")
-            partials.append((stmt, shape))
         elif stmt.name in later_reads and value.type.shape[loop.axis] != 1:
             lines.append(f"{indent}{stmt.name} = pypto.Tensor({list(value.type.shape)}, {dtype})")
 
@@ -336,14 +334,12 @@ def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
     if phase.tail_tile is not None and phase.tail_tile != phase.tile:
         retile = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}"]
     lines += _loop(f"{kernel.name}_phase{index}", loop, indent, block, retile)
-    for stmt, shape in partials:
-        tile = tuple(shape)
-        if loop.axis == len(shape) - 1:
-            tile = reduction_aligned(tile, stmt.value.type.dtype.itemsize, PYPTO_0_2_0)
+    for partial in phase.partials:
+        stmt = kernel.body[partial.statement]
         lines.append(
             f"{indent}# {stmt.name}: the partial results of the {blocks} blocks, combined."
         )
-        lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(tile)}")
+        lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(partial.tile)}")
         combine = PYPTO_SPELLING[stmt.value.op].format(f"{stmt.name}_parts", axis=loop.axis)
         lines.append(f"{indent}{stmt.name} = {combine}")
     return lines

@@ -357,10 +357,20 @@ def format_kernel(kernel: Kernel) -> str:
             if phase.cube
             else f"tile {list(phase.tile)}"
         )
+        if phase.k_loop:
+            k_loop = phase.k_loop
+            looped += f", K loop: {k_loop.count} x {k_loop.chunk} + tail {k_loop.tail}"
+        if phase.accumulate_tile:
+            looped += f", accumulated under tile {list(phase.accumulate_tile)}"
         lines.append(
             f"  phase {index}: statements {list(phase.statements)} over {list(phase.shape)}, "
             f"{tile}{looped}"
         )
+        for partial in phase.partials:
+            lines.append(
+                f"    statement {partial.statement}: partial results {list(partial.shape)}, "
+                f"combined under tile {list(partial.tile)}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -385,6 +395,17 @@ class Loop:
 
 
 @attrs.frozen
+class Partial:
+    """A `let` whose reduction a loop splits: one partial result per loop block, kept in a
+    tensor of `shape` (the reduced axis has one entry per block) and combined after the
+    loop under the vector tile `tile`."""
+
+    statement: int
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+
+
+@attrs.frozen
 class Phase:
     """Statements that run under one vector tile shape, over one iteration shape."""
 
@@ -394,6 +415,8 @@ class Phase:
     loop: Loop | None = None
     cube: tuple[tuple[int, int], ...] | None = None  # a matmul phase's cube tiles (m, k, n)
     k_loop: Loop | None = None  # a matmul contracting more than PyPTO's inner-axis limit
+    partials: tuple[Partial, ...] = ()  # reductions the loop splits, combined after it
+    accumulate_tile: tuple[int, ...] | None = None  # vector tile of a K loop's accumulation
 
     @property
     def block_shape(self) -> tuple[int, ...]:
