@@ -1,5 +1,5 @@
 """Splits a reduction over several axes into a chain of one-axis reductions: PyPTO reduces
-one axis per call. Every reduction comes out with a single `axis`. Outer axes go first (adds
+one axis per call. Every reduction comes out with a single axis in `axes`. Outer axes go first (adds
 across tiles) and the last axis last: a last-axis row sum over 16384-element tiles feeding
 another reduction makes pypto 0.2.0 spill UB and its simulator fail ("[SIMULATION]:
 hasCall=0 opSequenceAfterOOO_", BatchNorm and GroupNorm at full size); this order passes and
@@ -27,7 +27,7 @@ def _chained(node: ir.Expr) -> ir.Expr:
             (value,),
             attrs.evolve(node.type, shape=shape),
             node.span,
-            (("axis", axis), ("keepdim", True)),
+            (("axes", (axis,)), ("keepdim", True)),
         )
     return value
 
@@ -40,6 +40,6 @@ def chain_axes(node: ir.Expr) -> set[int]:
     """The axes a statement's chain of reductions reduces (empty if it is not one)."""
     axes: set[int] = set()
     while isinstance(node, ir.Op) and node.op in REDUCTIONS:
-        axes.add(node.attr("axis"))
+        axes.update(node.attr("axes"))
         node = node.operands[0]
     return axes

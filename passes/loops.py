@@ -58,10 +58,11 @@ def plan_loop(
 
 def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
     return frozenset(
-        node.attr("axis")
+        axis
         for index in phase.statements
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op) and node.op in REDUCTIONS
+        for axis in node.attr("axes")
     )
 
 

@@ -116,7 +116,7 @@ def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op)
         and node.op in REDUCTIONS
-        and node.attr("axis") == node.type.rank - 1
+        and node.attr("axes") == (node.type.rank - 1,)
     ]
 
 
@@ -163,10 +163,11 @@ def _reduced_axis_first_cap(
 ) -> int | None:
     """The last-axis tile cap for a phase reducing only outer axes of short rows."""
     reduced = {
-        node.attr("axis")
+        axis
         for index in statements
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op) and node.op in REDUCTIONS
+        for axis in node.attr("axes")
     }
     last = len(shape) - 1
     if not reduced or last in reduced or shape[last] > SHORT_ROW_ELEMENTS:

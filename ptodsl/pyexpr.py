@@ -68,8 +68,7 @@ class PythonEmitter:
             operands = [self._wrap(operand, _ATOM) for operand in expr.operands]
             return template.format(*operands), _FORM_PRECEDENCE[template]
         operands = [self.emit(operand) for operand in expr.operands]
-        attributes = {name: _attribute_text(value) for name, value in expr.attrs}
-        return template.format(*operands, **attributes), _ATOM
+        return template.format(*operands, **_attributes(expr)), _ATOM
 
     def _wrap(self, expr: ir.Expr, precedence: int) -> str:
         text, own = self._emit(expr)
@@ -85,6 +84,16 @@ _FORM_PRECEDENCE = {
 }
 
 SCALAR_SPELLING: Spelling = ops.spellings("scalar")
+
+
+def _attributes(expr: ir.Op) -> dict[str, str]:
+    """An op's attributes as template arguments; a reduction over a single axis (every
+    reduction after `chain_reductions`) also offers it as `axis`, the form PyPTO's calls take."""
+    attributes = {name: _attribute_text(value) for name, value in expr.attrs}
+    axes = expr.attr("axes")
+    if isinstance(axes, tuple) and len(axes) == 1:
+        attributes["axis"] = str(axes[0])
+    return attributes
 
 
 def _attribute_text(value: object) -> str:
@@ -135,7 +144,7 @@ def _layout(
         return [line]
     lines = [f"{indent}{prefix}{call['head']}("]
     operand_texts = [emitter.emit(operand) for operand in expr.operands]
-    attributes = {name: _attribute_text(value) for name, value in expr.attrs}
+    attributes = _attributes(expr)
     for argument in call["arguments"].split(", "):
         operand = _OPERAND.match(argument)
         if operand:

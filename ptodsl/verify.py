@@ -133,10 +133,7 @@ class _Verifier:
             self.fail(f"{where}: `{node.op}` reduces a scalar")
             return
         shape = operand.type.shape
-        axes = node.attr("axes")
-        if axes is None:
-            axes = (node.attr("axis"),)
-        axes = tuple(axes)
+        axes = tuple(node.attr("axes"))
         if sorted(set(axes)) != list(axes) or not all(0 <= a < len(shape) for a in axes):
             self.fail(f"{where}: `{node.op}` over axes {list(axes)} of a rank-{len(shape)} value")
             return

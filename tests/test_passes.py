@@ -243,7 +243,7 @@ def test_chain_reductions_reduces_one_axis_at_a_time_last_axis_last():
     decls = "dims A = 2, B = 3, C = 4\ninput x: f32[A, B, C]\n"
     kernel = merge_axes(align_axes(kernel_of("output y: f32[B]\ny = sum(x, axis=[0, 2])\n", decls)))
     assert values(chain_reductions(kernel)) == [
-        "sum(sum(x, axis=0, keepdim=True), axis=2, keepdim=True)"
+        "sum(sum(x, axes=(0,), keepdim=True), axes=(2,), keepdim=True)"
     ]
 
 
