@@ -62,7 +62,9 @@ def factory_name(kernel: ir.Kernel) -> str:
 
 
 def factory_arguments(kernel: ir.Kernel) -> list[str]:
-    return [d.name for d in kernel.dims] + [p.name for p in kernel.kernel_params]
+    """The kernel's scalars. Dims are not arguments: tiles, views and loops are planned for
+    their sizes, so the factory fixes them rather than invite a call with other sizes."""
+    return [p.name for p in kernel.kernel_params]
 
 
 class _Block:
@@ -356,12 +358,16 @@ def _kernel_lines(kernel: ir.Kernel) -> list[str]:
 def _factory(kernel: ir.Kernel) -> list[str]:
     emitter = PythonEmitter({}, SCALAR_SPELLING, lambda ref: ref.name)
     arguments = ", ".join(factory_arguments(kernel))
-    planned = ", ".join(f"{d.name}={d.size}" for d in kernel.dims)
     lines = [
         "@functools.cache",
         f"def {factory_name(kernel)}({arguments}):",
-        f'    """Builds the `{kernel.name}` kernel, planned for {planned or "its shapes"}."""',
+        f'    """Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for',
+        '    these sizes: compile the spec with other dims for others."""',
     ]
+    if kernel.dims:
+        names = ", ".join(d.name for d in kernel.dims)
+        sizes = ", ".join(str(d.size) for d in kernel.dims)
+        lines.append(f"    {names} = {sizes}")
     for stmt in kernel.body:
         if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value):
             lines.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
@@ -428,8 +434,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
         shape = _tuple_text(tensor.declared_shape)
         dtype = f"torch.{tensor.type.dtype.torch_name}"
         lines.append(f'        _expect("{tensor.name}", {tensor.name}, {shape}, {dtype})')
-    factory_args = [str(d.size) for d in kernel.dims]
-    factory_args += [
+    factory_args = [
         f"float({p.name})" if p.forward else f"self.{p.name}" for p in kernel.kernel_params
     ]
     lines.append(f"        kernel = {factory_name(kernel)}({', '.join(factory_args)})")
