@@ -3,6 +3,7 @@ with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import attrs
@@ -364,26 +365,30 @@ def _factory(kernel: ir.Kernel) -> list[str]:
         f'    """Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for',
         '    these sizes: compile the spec with other dims for others."""',
     ]
-    if kernel.dims:
-        names = ", ".join(d.name for d in kernel.dims)
-        sizes = ", ".join(str(d.size) for d in kernel.dims)
-        lines.append(f"    {names} = {sizes}")
+    body = []
     for stmt in kernel.body:
         if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value):
-            lines.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
-    lines.append("")
-    lines.append('    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})')
-    lines.append(f"    def {kernel.name}_kernel(")
+            body.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
+    body.append("")
+    body.append('    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})')
+    body.append(f"    def {kernel.name}_kernel(")
     for tensor in (*kernel.inputs, *kernel.outputs):
         shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
-        lines.append(
+        body.append(
             f"        {tensor.name}: pypto.Tensor({shape}, pypto.{tensor.type.dtype.pypto_name}),"
         )
-    lines.append("    ):")
-    lines += _kernel_lines(kernel)
-    lines.append("")
-    lines.append(f"    return {kernel.name}_kernel")
-    return lines
+    body.append("    ):")
+    body += _kernel_lines(kernel)
+    body.append("")
+    body.append(f"    return {kernel.name}_kernel")
+    # The dims the body names (a size-1 or merged-away dim may appear nowhere).
+    text = "\n".join(body)
+    used = [d for d in kernel.dims if re.search(rf"\b{d.name}\b", text)]
+    if used:
+        names = ", ".join(d.name for d in used)
+        sizes = ", ".join(str(d.size) for d in used)
+        lines.append(f"    {names} = {sizes}")
+    return lines + body
 
 
 def _init_argument(param: ir.Param) -> str:
