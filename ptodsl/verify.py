@@ -26,6 +26,13 @@ import math
 from ptodsl import ir, ops
 from ptodsl.target import Target, form
 
+_ELEMENTWISE_KINDS = (
+    ops.Kind.ARITHMETIC,
+    ops.Kind.ELEMENTWISE,
+    ops.Kind.COMPARISON,
+    ops.Kind.SELECT,
+)
+
 
 class VerifyError(AssertionError):
     """The IR breaks an invariant its stage promises."""
@@ -105,26 +112,23 @@ class _Verifier:
             if not self.target.supports(node):
                 self.fail(f"{where}: `{form(node)}` is not a {self.target.name} form")
         kind = definition.kind
-        if kind in (ops.Kind.ARITHMETIC, ops.Kind.ELEMENTWISE, ops.Kind.SELECT):
-            self.elementwise(node, tensors, where, check_dtype=kind is not ops.Kind.SELECT)
-        elif kind is ops.Kind.COMPARISON:
-            self.elementwise(node, tensors, where, check_dtype=True)
+        if kind in _ELEMENTWISE_KINDS:
+            self.elementwise(node, tensors, where)
         elif kind is ops.Kind.REDUCTION:
             self.reduction(node, where)
         elif kind is ops.Kind.MATMUL:
             self.matmul(node, where)
 
-    def elementwise(
-        self, node: ir.Op, tensors: list[ir.TensorType], where: str, check_dtype: bool
-    ) -> None:
+    def elementwise(self, node: ir.Op, tensors: list[ir.TensorType], where: str) -> None:
         shape: tuple[int, ...] | None = ()
         for tensor in tensors:
             shape = None if shape is None else ir.broadcast_shapes(shape, tensor.shape)
         if shape != node.type.shape:
             shapes = ", ".join(str(t) for t in tensors)
             self.fail(f"{where}: `{node.op}` of {shapes} has shape {list(node.type.shape)}")
+        # where's condition is boolean; its branches, like every other op's operands, agree.
         dtypes = {t.dtype for t in tensors[1 if node.op == "where" else 0 :]}
-        if check_dtype and len(dtypes) > 1:
+        if len(dtypes) > 1:
             self.fail(f"{where}: `{node.op}` mixes dtypes")
 
     def reduction(self, node: ir.Op, where: str) -> None:
