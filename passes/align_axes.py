@@ -90,10 +90,10 @@ class _Aligner:
             frame = [self.axes.fresh(size) for size in node.type.shape]
         elif node.op in REDUCTIONS:
             operand = self.frame(node.operands[0])
-            axes = node.attr("axes")
+            axes = node.attrs.axes
             frame = (
                 operand
-                if node.attr("keepdim")
+                if node.attrs.keepdim
                 else [axis for position, axis in enumerate(operand) if position not in axes]
             )
         elif ops.lookup(node.op).kind in _BROADCASTING:
@@ -208,9 +208,9 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         rebuilt = attrs.evolve(rebuilt, operands=tuple(map(rebuild, node.operands)))
         if node.op in REDUCTIONS:
             operand_frame = aligner.frame(node.operands[0])
-            reduced = {find(operand_frame[axis]) for axis in node.attr("axes")}
+            reduced = {find(operand_frame[axis]) for axis in node.attrs.axes}
             axes = tuple(position for position, axis in enumerate(order) if axis in reduced)
-            rebuilt = attrs.evolve(rebuilt, attrs=(("axes", axes), ("keepdim", True)))
+            rebuilt = attrs.evolve(rebuilt, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         return rebuilt
 
     body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)

@@ -20,14 +20,14 @@ def _chained(node: ir.Expr) -> ir.Expr:
     if not (isinstance(node, ir.Op) and node.op in REDUCTIONS):
         return node
     (value,) = node.operands
-    for axis in sorted(node.attr("axes")):
+    for axis in sorted(node.attrs.axes):
         shape = tuple(1 if i == axis else size for i, size in enumerate(value.type.shape))
         value = ir.Op(
             node.op,
             (value,),
             attrs.evolve(node.type, shape=shape),
             node.span,
-            (("axes", (axis,)), ("keepdim", True)),
+            attrs.evolve(node.attrs, axes=(axis,), keepdim=True),
         )
     return value
 
@@ -40,6 +40,6 @@ def chain_axes(node: ir.Expr) -> set[int]:
     """The axes a statement's chain of reductions reduces (empty if it is not one)."""
     axes: set[int] = set()
     while isinstance(node, ir.Op) and node.op in REDUCTIONS:
-        axes.update(node.attr("axes"))
+        axes.update(node.attrs.axes)
         node = node.operands[0]
     return axes

@@ -24,7 +24,7 @@ def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
     for axis in stretched[:-1]:
         shape = shape[:axis] + (result[axis],) + shape[axis + 1 :]
         target = attrs.evolve(operand.type, shape=shape)
-        operand = ir.Op("expand", (operand,), target, operand.span, (("shape", shape),))
+        operand = ir.Op("expand", (operand,), target, operand.span, ir.Expand(shape))
     return operand
 
 

@@ -137,15 +137,15 @@ def _reduce(
     else:
         shape = tuple(size for axis, size in enumerate(shape) if axis not in axes)
     reduced_type = attrs.evolve(operand.type, shape=shape)
-    return ir.Op(name, (operand,), reduced_type, node.span, (("axes", axes), ("keepdim", keepdim)))
+    return ir.Op(name, (operand,), reduced_type, node.span, ir.Reduce(axes, keepdim))
 
 
 def _mean(node: ir.Op) -> ir.Expr:
     """PyPTO has no mean: the sum times 1/count of the reduced elements."""
     (operand,) = node.operands
-    axes = node.attr("axes")
+    axes = node.attrs.axes
     count = math.prod(operand.type.shape[axis] for axis in axes)
-    total = _reduce("sum", operand, axes, node.attr("keepdim"), node)
+    total = _reduce("sum", operand, axes, node.attrs.keepdim, node)
     return ir.op("mul", total, _const(1.0 / count, node), span=node.span)
 
 
@@ -153,13 +153,13 @@ def _var(node: ir.Op) -> ir.Expr:
     """Two-pass variance, mean((x - mean(x))^2) * n / (n - correction): it avoids the
     cancellation of E[x^2] - E[x]^2 when the mean is large against the spread."""
     (operand,) = node.operands
-    axes = node.attr("axes")
+    axes = node.attrs.axes
     count = math.prod(operand.type.shape[axis] for axis in axes)
     centre = _mean(_reduce("mean", operand, axes, True, node))
     deviation = ir.op("sub", operand, centre, span=node.span)
     squared = ir.op("mul", deviation, deviation, span=node.span)
-    total = _reduce("sum", squared, axes, node.attr("keepdim"), node)
-    scale = 1.0 / (count - node.attr("correction"))
+    total = _reduce("sum", squared, axes, node.attrs.keepdim, node)
+    scale = 1.0 / (count - node.attrs.correction)
     return ir.op("mul", total, _const(scale, node), span=node.span)
 
 
@@ -168,13 +168,13 @@ def _var_one_pass(node: ir.Op) -> ir.Expr:
     rule book's norms use; it loses digits when the mean is large against the spread, so
     only a tuned plan that passes `ptodsl check` takes it."""
     (operand,) = node.operands
-    axes, keepdim = node.attr("axes"), node.attr("keepdim")
+    axes, keepdim = node.attrs.axes, node.attrs.keepdim
     count = math.prod(operand.type.shape[axis] for axis in axes)
     square = ir.op("mul", operand, operand, span=node.span)
     mean_square = _mean(_reduce("mean", square, axes, keepdim, node))
     centre = _mean(_reduce("mean", operand, axes, keepdim, node))
     spread = ir.op("sub", mean_square, ir.op("mul", centre, centre, span=node.span), span=node.span)
-    scale = count / (count - node.attr("correction"))
+    scale = count / (count - node.attrs.correction)
     return ir.op("mul", spread, _const(scale, node), span=node.span)
 
 
@@ -187,20 +187,20 @@ VARIANCE_FORMS = {
 def _batchmean(node: ir.Op) -> ir.Expr:
     """The sum over every axis times 1/(the leading dim)."""
     (operand,) = node.operands
-    total = _reduce("sum", operand, node.attr("axes"), False, node)
+    total = _reduce("sum", operand, node.attrs.axes, False, node)
     return ir.op("mul", total, _const(1.0 / operand.type.shape[0], node), span=node.span)
 
 
 def _max_shifted(node: ir.Op) -> tuple[ir.Expr, ir.Expr]:
     """x - max(x, axis, keepdim) (keeps exp finite) and that maximum, for the softmax family."""
     (operand,) = node.operands
-    peak = _reduce("amax", operand, (node.attr("axis"),), True, node)
+    peak = _reduce("amax", operand, (node.attrs.axis,), True, node)
     return ir.op("sub", operand, peak, span=node.span), peak
 
 
 def _sum_exp(shifted: ir.Expr, node: ir.Op, keepdim: bool = True) -> ir.Op:
     exponential = ir.op("exp", shifted, span=node.span)
-    return _reduce("sum", exponential, (node.attr("axis"),), keepdim, node)
+    return _reduce("sum", exponential, (node.attrs.axis,), keepdim, node)
 
 
 def _softmax(node: ir.Op) -> ir.Expr:
@@ -221,9 +221,9 @@ def _log_softmax(node: ir.Op) -> ir.Expr:
 def _logsumexp(node: ir.Op) -> ir.Expr:
     """log(sum(exp(x - max))) + max, with the axis kept or dropped as asked."""
     shifted, _ = _max_shifted(node)
-    keepdim = node.attr("keepdim")
+    keepdim = node.attrs.keepdim
     (operand,) = node.operands
-    peak = _reduce("amax", operand, (node.attr("axis"),), keepdim, node)
+    peak = _reduce("amax", operand, (node.attrs.axis,), keepdim, node)
     log_total = ir.op("log", _sum_exp(shifted, node, keepdim), span=node.span)
     return ir.op("add", log_total, peak, span=node.span)
 

@@ -62,7 +62,7 @@ def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
         for index in phase.statements
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op) and node.op in REDUCTIONS
-        for axis in node.attr("axes")
+        for axis in node.attrs.axes
     )
 
 
@@ -117,7 +117,7 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Loop |
     stmt = kernel.body[index]
     matmul = stmt.value
     a = matmul.operands[0]
-    k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
+    k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
     if k <= target.max_inner_axis:
         return None
     if not isinstance(stmt, ir.Store) or len(phase.shape) != 2:

@@ -78,9 +78,9 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             return node
         node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(node.type.shape)))
         if isinstance(node, ir.Op) and node.op in REDUCTIONS:
-            reduced = set(node.attr("axes"))
+            reduced = set(node.attrs.axes)
             axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
-            node = attrs.evolve(node, attrs=(("axes", axes), ("keepdim", True)))
+            node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         return node
 
     def merged_dims(tensor: ir.Tensor) -> tuple[tuple[ir.DimFactor, ...], ...]:

@@ -116,7 +116,7 @@ def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op)
         and node.op in REDUCTIONS
-        and node.attr("axes") == (node.type.rank - 1,)
+        and node.attrs.axes == (node.type.rank - 1,)
     ]
 
 
@@ -127,7 +127,7 @@ def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ..
     for more parallel blocks). Extents are multiples of 16, cut down for small matrices."""
     a, _ = matmul.operands
     m, n = matmul.type.shape[-2:]
-    k = a.type.shape[-2] if matmul.attr("a_trans") else a.type.shape[-1]
+    k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
     itemsize = a.type.dtype.itemsize
 
     def _cube_extent(size: int, preferred: int) -> int:
@@ -167,7 +167,7 @@ def _reduced_axis_first_cap(
         for index in statements
         for node in ir.walk(kernel.body[index].value)
         if isinstance(node, ir.Op) and node.op in REDUCTIONS
-        for axis in node.attr("axes")
+        for axis in node.attrs.axes
     }
     last = len(shape) - 1
     if not reduced or last in reduced or shape[last] > SHORT_ROW_ELEMENTS:

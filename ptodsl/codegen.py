@@ -108,10 +108,10 @@ class _Block:
         """An explicit expansion spanning the loop axis covers this block, not the axis."""
         if self.rows is None or not (isinstance(node, ir.Op) and node.op == "expand"):
             return node
-        shape = node.attr("shape")
+        shape = node.attrs.shape
         if not self.spans_rows(shape):
             return node
-        return attrs.evolve(node, attrs=(("shape", tuple(self.sized(shape))),))
+        return attrs.evolve(node, attrs=ir.Expand(tuple(self.sized(shape))))
 
     def offsets(self, rank: int) -> str:
         offsets = [self.offset if axis == self.axis else "0" for axis in range(rank)]
@@ -236,7 +236,7 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
     matmul = stmt.value
     a, b = matmul.operands
     dtype = f"pypto.{matmul.type.dtype.pypto_name}"
-    flags = f"a_trans={matmul.attr('a_trans')}, b_trans={matmul.attr('b_trans')}"
+    flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
     tiles = ", ".join(str(list(pair)) for pair in phase.cube)
     lines = [f"{indent}pypto.set_cube_tile_shapes({tiles})"]
     result = stmt.name if isinstance(stmt, ir.Let) else stmt.output
@@ -248,11 +248,11 @@ def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> 
         return lines + [f"{indent}{target} = pypto.matmul({a.name}, {b.name}, {dtype}, {flags})"]
     if isinstance(stmt, ir.Let):
         lines.append(f"{indent}{result} = pypto.Tensor({list(matmul.type.shape)}, {dtype})")
-    k_size = a.type.shape[0] if matmul.attr("a_trans") else a.type.shape[1]
+    k_size = a.type.shape[0] if matmul.attrs.a_trans else a.type.shape[1]
 
     def block(suffix: str, rows: int, offset: str, _: str, block_indent: str) -> list[str]:
         # M is axis 0 of A, or axis 1 when A is stored transposed.
-        if matmul.attr("a_trans"):
+        if matmul.attrs.a_trans:
             view, at = [k_size, rows], f"[0, {offset}]"
         else:
             view, at = [rows, k_size], f"[{offset}, 0]"
@@ -286,8 +286,8 @@ def _k_split_lines(
     def block(
         suffix: str, size: int, offset: str, block_index: str, block_indent: str
     ) -> list[str]:
-        a_view = view(a, m, size, stmt.value.attr("a_trans"), offset)
-        b_view = view(b, n, size, not stmt.value.attr("b_trans"), offset)
+        a_view = view(a, m, size, stmt.value.attrs.a_trans, offset)
+        b_view = view(b, n, size, not stmt.value.attrs.b_trans, offset)
         part = f"{out}_{suffix}"
         call = f"pypto.matmul({a.name}_{suffix}, {b.name}_{suffix}, {arguments})"
         return [

@@ -258,7 +258,7 @@ class _Evaluator:
         rule = RULES.get(ops.lookup(expr.op).name)
         if rule is None:
             raise ops.UnknownOp(f"op `{expr.op}` has no error-bound rule")
-        attributes = dict(expr.attrs)
+        attributes = dict(ir.attribute_items(expr.attrs))
         result = rule(operands, attributes)
         if expr.op in REDUCTIONS_OVER_AXES:
             self._note_ambiguous_axes(expr, rule, operands, attributes, result)

@@ -2,7 +2,8 @@
 
 An expression is a tree of `Const`, `Ref` and `Op` nodes; every node knows its type and the
 span of the spec text it came from. `Op` is generic (an op name, operands and attributes) so
-that rewrite tables can be keyed on op names alone.
+that rewrite tables can be keyed on op names alone; its attributes are typed, one class per
+op family, and the op's registry entry (`ptodsl.ops`) says which.
 """
 
 from __future__ import annotations
@@ -80,16 +81,68 @@ class Ref:
     span: Span
 
 
+# ---- op attributes: each op's registry entry names the one class its attributes have ----
+
+
+@attrs.frozen
+class Reduce:
+    """The axes a reduction reduces (sorted, distinct); `keepdim` keeps them as size 1."""
+
+    axes: tuple[int, ...]
+    keepdim: bool
+
+
+@attrs.frozen
+class Variance(Reduce):
+    correction: int  # Bessel's correction: the divisor is count - correction
+
+
+@attrs.frozen
+class Along:
+    """The one axis a whole-axis function (softmax, log_softmax) works along."""
+
+    axis: int
+
+
+@attrs.frozen
+class AlongKeep(Along):
+    """logsumexp: reduces its axis, which `keepdim` keeps as size 1."""
+
+    keepdim: bool
+
+
+@attrs.frozen
+class Transposes:
+    """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
+
+    a_trans: bool
+    b_trans: bool
+
+
+@attrs.frozen
+class Expand:
+    """The shape an explicit broadcast copies its operand to."""
+
+    shape: tuple[int, ...]
+
+
+OpAttrs = Reduce | Along | Transposes | Expand
+
+
+def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
+    """An op's attributes as (name, value) pairs, in declaration order."""
+    if attributes is None:
+        return ()
+    return tuple((f.name, getattr(attributes, f.name)) for f in attrs.fields(type(attributes)))
+
+
 @attrs.frozen
 class Op:
     op: str
     operands: tuple[Expr, ...]
     type: Type
     span: Span
-    attrs: tuple[tuple[str, object], ...] = ()
-
-    def attr(self, name: str, default: object = None) -> object:
-        return dict(self.attrs).get(name, default)
+    attrs: OpAttrs | None = None
 
 
 Expr = Const | Ref | Op
@@ -323,7 +376,7 @@ def format_expr(expr: Expr) -> str:
     if isinstance(expr, Ref):
         return expr.name
     arguments = [format_expr(operand) for operand in expr.operands]
-    arguments += [f"{name}={value!r}" for name, value in expr.attrs]
+    arguments += [f"{name}={value!r}" for name, value in attribute_items(expr.attrs)]
     return f"{expr.op}({', '.join(arguments)})"
 
 

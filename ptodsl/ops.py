@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from ptodsl import ir
+
 
 class Kind(enum.Enum):
     ARITHMETIC = "arithmetic"  # infix elementwise: a + b, -a
@@ -54,6 +56,7 @@ class OpDef:
     propagate: Propagate | None = None  # error propagation (elementwise kinds)
     rounds: bool = True  # whether the result rounds (max, abs, neg only select or flip)
     hidden: float = 0.0  # magnitude an intermediate of the target's formula rounds at
+    attributes: type[ir.OpAttrs] | None = None  # the class of the op's attributes, if any
 
     def torch_spelling(self, form: str) -> str | None:
         if isinstance(self.torch, Mapping):
@@ -304,6 +307,7 @@ _OPS = [
         torch="torch.sum({0}, dim={axes}, keepdim={keepdim})",
         pypto="pypto.sum({0}, {axis}, keepdim=True)",
         combine="{0} + {1}",
+        attributes=ir.Reduce,
     ),
     OpDef(
         "amax",
@@ -313,6 +317,7 @@ _OPS = [
         torch="torch.amax({0}, dim={axes}, keepdim={keepdim})",
         pypto="pypto.amax({0}, {axis}, keepdim=True)",
         combine="pypto.maximum({0}, {1})",
+        attributes=ir.Reduce,
     ),
     OpDef(
         "amin",
@@ -322,6 +327,7 @@ _OPS = [
         torch="torch.amin({0}, dim={axes}, keepdim={keepdim})",
         pypto="pypto.amin({0}, {axis}, keepdim=True)",
         combine="pypto.minimum({0}, {1})",
+        attributes=ir.Reduce,
     ),
     OpDef(
         "mean",
@@ -329,6 +335,7 @@ _OPS = [
         1,
         spec="mean",
         torch="torch.mean({0}, dim={axes}, keepdim={keepdim})",
+        attributes=ir.Reduce,
     ),
     OpDef(
         "var",
@@ -336,16 +343,32 @@ _OPS = [
         1,
         spec="var",
         torch="torch.var({0}, dim={axes}, keepdim={keepdim}, correction={correction})",
+        attributes=ir.Variance,
     ),
-    OpDef("batchmean", Kind.REDUCTION, 1, spec="batchmean", torch="_batchmean({0})"),
+    OpDef(
+        "batchmean",
+        Kind.REDUCTION,
+        1,
+        spec="batchmean",
+        torch="_batchmean({0})",
+        attributes=ir.Reduce,
+    ),
     # ---- whole-axis functions -----------------------------------------------------------
-    OpDef("softmax", Kind.AXIS, 1, spec="softmax", torch="torch.softmax({0}, dim={axis})"),
+    OpDef(
+        "softmax",
+        Kind.AXIS,
+        1,
+        spec="softmax",
+        torch="torch.softmax({0}, dim={axis})",
+        attributes=ir.Along,
+    ),
     OpDef(
         "log_softmax",
         Kind.AXIS,
         1,
         spec="log_softmax",
         torch="torch.log_softmax({0}, dim={axis})",
+        attributes=ir.Along,
     ),
     OpDef(
         "logsumexp",
@@ -353,12 +376,13 @@ _OPS = [
         1,
         spec="logsumexp",
         torch="torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
+        attributes=ir.AlongKeep,
     ),
     # ---- matmul and layout --------------------------------------------------------------
-    OpDef("matmul", Kind.MATMUL, 2, torch="torch.matmul({0}, {1})"),
+    OpDef("matmul", Kind.MATMUL, 2, torch="torch.matmul({0}, {1})", attributes=ir.Transposes),
     OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T"),
     OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})"),
-    OpDef("expand", Kind.LAYOUT, 1, pypto="pypto.expand_clone({0}, {shape})"),
+    OpDef("expand", Kind.LAYOUT, 1, pypto="pypto.expand_clone({0}, {shape})", attributes=ir.Expand),
 ]
 
 OPS: dict[str, OpDef] = {op.name: op for op in _OPS}
@@ -394,11 +418,15 @@ _REQUIRED = {
     Kind.ELEMENTWISE: ("spec", "fold", "scalar", "torch"),
     Kind.COMPARISON: (),
     Kind.SELECT: ("spec", "torch", "pypto"),
-    Kind.REDUCTION: ("spec", "torch"),
-    Kind.AXIS: ("spec", "torch"),
-    Kind.MATMUL: ("torch",),
+    Kind.REDUCTION: ("spec", "torch", "attributes"),
+    Kind.AXIS: ("spec", "torch", "attributes"),
+    Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
+
+
+# The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
+_ATTRIBUTE_FAMILY = {Kind.REDUCTION: ir.Reduce, Kind.AXIS: ir.Along, Kind.MATMUL: ir.Transposes}
 
 
 def _validate() -> None:
@@ -412,6 +440,9 @@ def _validate() -> None:
             missing.append("combine")  # a native reduction may be split by a loop
         if missing:
             raise AssertionError(f"op `{op.name}` ({op.kind.value}) lacks {', '.join(missing)}")
+        family = _ATTRIBUTE_FAMILY.get(op.kind)
+        if family is not None and not issubclass(op.attributes, family):
+            raise AssertionError(f"op `{op.name}`'s attributes are not {family.__name__}")
 
 
 _validate()

@@ -89,10 +89,10 @@ SCALAR_SPELLING: Spelling = ops.spellings("scalar")
 def _attributes(expr: ir.Op) -> dict[str, str]:
     """An op's attributes as template arguments; a reduction over a single axis (every
     reduction after `chain_reductions`) also offers it as `axis`, the form PyPTO's calls take."""
-    attributes = {name: _attribute_text(value) for name, value in expr.attrs}
-    axes = expr.attr("axes")
-    if isinstance(axes, tuple) and len(axes) == 1:
-        attributes["axis"] = str(axes[0])
+    items = ir.attribute_items(expr.attrs)
+    attributes = {name: _attribute_text(value) for name, value in items}
+    if isinstance(expr.attrs, ir.Reduce) and len(expr.attrs.axes) == 1:
+        attributes["axis"] = str(expr.attrs.axes[0])
     return attributes
 
 

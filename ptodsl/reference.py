@@ -42,7 +42,7 @@ def _explicit_transposes(node: ir.Expr) -> ir.Expr:
             attrs.evolve(operand.type, shape=operand.type.shape[::-1]),
             operand.span,
         )
-        if node.attr(flag)
+        if getattr(node.attrs, flag)
         else operand
         for operand, flag in zip(node.operands, ("a_trans", "b_trans"), strict=True)
     )

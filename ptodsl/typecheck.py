@@ -442,8 +442,7 @@ class _TypeChecker:
             )
         result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
         _check_elements(result.shape, node.span)
-        attributes = (("a_trans", a_trans), ("b_trans", b_trans))
-        return ir.Op("matmul", (a, b), result, node.span, attributes)
+        return ir.Op("matmul", (a, b), result, node.span, ir.Transposes(a_trans, b_trans))
 
     def expr_Unary(self, node: s.Unary) -> ir.Expr:  # noqa: N802
         operand = self.expr(node.operand)
@@ -566,7 +565,7 @@ class _TypeChecker:
         axes = self.axes(keywords.get("axis"), tensor_type.rank, node.func)
         keepdim = self.keepdim(keywords.get("keepdim"))
         shape = reduced_shape(tensor_type.shape, axes, keepdim)
-        attributes: tuple[tuple[str, object], ...] = (("axes", axes), ("keepdim", keepdim))
+        attributes = ir.Reduce(axes, keepdim)
         if node.func == "var":
             correction = self.correction(keywords.get("correction"))
             if math.prod(tensor_type.shape[a] for a in axes) <= correction:
@@ -575,7 +574,7 @@ class _TypeChecker:
                     node.span,
                     note="reduce over more elements, or write `correction=0`",
                 )
-            attributes += (("correction", correction),)
+            attributes = ir.Variance(axes, keepdim, correction)
         op = REDUCTIONS.get(node.func) or EXTREMA[node.func]
         return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
 
@@ -600,11 +599,11 @@ class _TypeChecker:
         if len(axes) != 1:
             raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
         (axis,) = axes
-        attributes: tuple[tuple[str, object], ...] = (("axis", axis),)
+        attributes = ir.Along(axis)
         shape = operand.type.shape
         if node.func == "logsumexp":
             keepdim = self.keepdim(keywords.get("keepdim"))
-            attributes += (("keepdim", keepdim),)
+            attributes = ir.AlongKeep(axis, keepdim)
             shape = reduced_shape(shape, (axis,), keepdim)
         return ir.Op(
             node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
@@ -615,7 +614,7 @@ class _TypeChecker:
         if not isinstance(operand.type, ir.TensorType) or operand.type.rank == 0:
             raise SpecError("`batchmean` needs a tensor with a leading (batch) axis", span)
         tensor_type = operand.type
-        attributes = (("axes", tuple(range(tensor_type.rank))), ("keepdim", False))
+        attributes = ir.Reduce(tuple(range(tensor_type.rank)), keepdim=False)
         return ir.Op(
             "batchmean", (operand,), ir.TensorType((), tensor_type.dtype), span, attributes
         )

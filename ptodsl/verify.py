@@ -4,7 +4,8 @@ of every example in the tests). A violation is a bug in the pass that produced t
 it is an internal error naming that pass, never a spec error.
 
 Every stage:
-- every op has an entry in the op registry;
+- every op has an entry in the op registry, and attributes of exactly the class the entry
+  names (none when it names none);
 - every name is defined before it is used (inputs, params, earlier lets), no let is bound
   twice, every output is stored (again only after a store, updating it in place, as
   `isolate_reductions` does to reduce straight into the output);
@@ -103,6 +104,10 @@ class _Verifier:
         except ops.UnknownOp as error:
             self.fail(f"{where}: {error}")
             return
+        if type(node.attrs) is not (definition.attributes or type(None)):
+            expected = definition.attributes.__name__ if definition.attributes else "none"
+            self.fail(f"{where}: `{node.op}` has attributes {node.attrs!r}, not {expected}")
+            return
         tensors = [o.type for o in node.operands if isinstance(o.type, ir.TensorType)]
         if not isinstance(node.type, ir.TensorType):
             if tensors:
@@ -137,11 +142,11 @@ class _Verifier:
             self.fail(f"{where}: `{node.op}` reduces a scalar")
             return
         shape = operand.type.shape
-        axes = tuple(node.attr("axes"))
+        axes = node.attrs.axes
         if sorted(set(axes)) != list(axes) or not all(0 <= a < len(shape) for a in axes):
             self.fail(f"{where}: `{node.op}` over axes {list(axes)} of a rank-{len(shape)} value")
             return
-        if node.attr("keepdim"):
+        if node.attrs.keepdim:
             expected = tuple(1 if a in axes else size for a, size in enumerate(shape))
         else:
             expected = tuple(size for a, size in enumerate(shape) if a not in axes)
@@ -156,8 +161,8 @@ class _Verifier:
         if not (isinstance(a, ir.TensorType) and isinstance(b, ir.TensorType)):
             self.fail(f"{where}: `matmul` of a scalar")
             return
-        a_shape = a.shape[:-2] + a.shape[-2:][:: -1 if node.attr("a_trans") else 1]
-        b_shape = b.shape[:-2] + b.shape[-2:][:: -1 if node.attr("b_trans") else 1]
+        a_shape = a.shape[:-2] + a.shape[-2:][:: -1 if node.attrs.a_trans else 1]
+        b_shape = b.shape[:-2] + b.shape[-2:][:: -1 if node.attrs.b_trans else 1]
         if a_shape[-1] != b_shape[-2] or node.type.shape[-2:] != (a_shape[-2], b_shape[-1]):
             self.fail(f"{where}: `matmul` of {a} and {b} has shape {list(node.type.shape)}")
 

@@ -70,8 +70,13 @@ def test_the_verifier_catches_broken_ir():
 
     summed = lower(SUM, until="check").checked
     (total,) = summed.body
-    wrong_axes = attrs.evolve(total.value, attrs=(("axes", (0,)), ("keepdim", False)))
+    wrong_axes = attrs.evolve(total.value, attrs=ir.Reduce((0,), keepdim=False))
     broken(attrs.evolve(summed, body=(attrs.evolve(total, value=wrong_axes),)), "check", "axes")
+    # attributes of another op family, or none where the entry names a class
+    untyped = attrs.evolve(total.value, attrs=ir.Along(0))
+    broken(attrs.evolve(summed, body=(attrs.evolve(total, value=untyped),)), "check", "not Reduce")
+    bare = attrs.evolve(total.value, attrs=None)
+    broken(attrs.evolve(summed, body=(attrs.evolve(total, value=bare),)), "check", "not Reduce")
 
     looped = lower(ELU).kernel
     (phase,) = looped.schedule.phases
