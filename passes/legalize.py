@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.target import PYPTO_0_2_0, Target, form
@@ -248,6 +248,20 @@ RULES: dict[str, Rule] = {
     "erf(t)": _erf,
     **{f"{name}(s,t)": _mirrored_comparison for name in _MIRRORED},
 }
+
+
+def _unreachable_ops() -> list[str]:
+    """Ops the target never runs and no rule rewrites: every spec using one would fail."""
+    rewritten = {rule_form.split("(")[0] for rule_form in RULES}
+    return [
+        op.name
+        for op in ops.OPS.values()
+        if op.kind is not ops.Kind.LAYOUT and not op.native and op.name not in rewritten
+    ]
+
+
+if _unreachable_ops():  # checked at import, like the registry itself
+    raise AssertionError(f"ops neither native nor legalized: {_unreachable_ops()}")
 
 
 def legalize_expr(

@@ -24,7 +24,6 @@ reduction over other axes (a kernel reducing the wrong axis would pass).
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
@@ -51,14 +50,11 @@ def _scalar(value: float) -> Bounded:
     return Bounded(tensor, torch.tensor(_exact_scale(float(value)), dtype=torch.float64))
 
 
-def _keep(value: torch.Tensor, axes: Sequence[int], keepdim: bool) -> torch.Tensor:
-    return value if keepdim else value.squeeze(tuple(axes)) if axes else value
-
-
-# Each rule: (operands, the node's attributes) -> Bounded. Rounding of the result is added
-# by the caller for elementwise rules (`own` below) so that every rule states only how
-# operand errors propagate.
-Rule = Callable[[list[Bounded], Mapping[str, object]], Bounded]
+# Each rule: (operands, the node's typed attributes) -> Bounded. Every op's rule comes from
+# its registry entry (`ptodsl.ops`): elementwise ops state how operand errors propagate
+# through their derivative (the result's own rounding is added here), the others state the
+# whole rule (`bound`).
+Rule = Callable[[list[Bounded], "ir.OpAttrs | None"], Bounded]
 
 
 def _elementwise(op: ops.OpDef) -> Rule:
@@ -69,7 +65,7 @@ def _elementwise(op: ops.OpDef) -> Rule:
     rounds values near 1 even where tanh is near 0)."""
     function = getattr(torch, op.name)
 
-    def rule(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
+    def rule(operands: list[Bounded], _attributes: ir.OpAttrs | None) -> Bounded:
         result = function(*(o.value for o in operands))
         scale = op.propagate(torch, result, *operands)  # type: ignore[misc]
         scale = scale + (result.abs() if op.rounds else 0.0) + op.hidden
@@ -78,163 +74,22 @@ def _elementwise(op: ops.OpDef) -> Rule:
     return rule
 
 
-def _compare(function: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Rule:
-    def rule(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
-        lhs, rhs = operands
-        result = function(lhs.value, rhs.value)
-        return Bounded(result, torch.zeros(result.shape, dtype=torch.float64))
+def _own_rule(op: ops.OpDef) -> Rule:
+    """An op whose entry states its whole rule (`op.bound`): reductions, softmax, matmul,
+    selections and comparisons."""
+
+    def rule(operands: list[Bounded], attributes: ir.OpAttrs | None) -> Bounded:
+        value, scale = op.bound(torch, operands, attributes)  # type: ignore[misc]
+        return Bounded(value, scale)
 
     return rule
 
 
-def _where(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
-    condition, if_true, if_false = operands
-    value = torch.where(condition.value, if_true.value, if_false.value)
-    scale = torch.where(condition.value, if_true.scale, if_false.scale)
-    return Bounded(value, scale.expand(value.shape))
-
-
-def _clamp(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
-    a, low, high = operands
-    value = torch.clamp(a.value, low.value, high.value)
-    scale = torch.maximum(a.scale, torch.maximum(low.scale, high.scale))
-    return Bounded(value, scale.expand(value.shape))
-
-
-def _pow(operands: list[Bounded], _attributes: Mapping[str, object]) -> Bounded:
-    base, exponent = operands
-    value = torch.pow(base.value, exponent.value)
-    derivative = (exponent.value * torch.pow(base.value, exponent.value - 1)).abs()
-    scale = derivative * base.scale + value.abs()
-    if float(exponent.scale) > 0:  # an exponent that rounds moves the result by v log|b|
-        scale = scale + (value * torch.log(base.value.abs())).abs() * exponent.scale
-    return Bounded(value, torch.nan_to_num(scale, nan=math.inf))
-
-
-def _axes(attributes: Mapping[str, object]) -> tuple[int, ...]:
-    return tuple(attributes["axes"])  # type: ignore[arg-type]
-
-
-def _sum(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    (a,) = operands
-    axes, keepdim = _axes(attributes), bool(attributes["keepdim"])
-    value = torch.sum(a.value, dim=axes, keepdim=keepdim)
-    scale = torch.sum(a.scale + a.value.abs(), dim=axes, keepdim=keepdim)
-    return Bounded(value, scale)
-
-
-def _count(a: Bounded, axes: tuple[int, ...]) -> int:
-    return math.prod(a.value.shape[axis] for axis in axes)
-
-
-def _mean(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    total = _sum(operands, attributes)
-    count = _count(operands[0], _axes(attributes))
-    value = total.value / count
-    return Bounded(value, total.scale / count + value.abs())
-
-
-def _batchmean(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    total = _sum(operands, attributes)
-    value = total.value / operands[0].value.shape[0]
-    return Bounded(value, total.scale / operands[0].value.shape[0] + value.abs())
-
-
-def _var(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    """d var / d x_i = 2 (x_i - mean) / (n - correction): the mean's own error cancels, so a
-    two-pass variance rounds like the variance, not like E[x^2]."""
-    (a,) = operands
-    axes, keepdim = _axes(attributes), bool(attributes["keepdim"])
-    correction = int(attributes["correction"])  # type: ignore[call-overload]
-    divisor = _count(a, axes) - correction
-    value = torch.var(a.value, dim=axes, keepdim=keepdim, correction=correction)
-    centred = (a.value - a.value.mean(dim=axes, keepdim=True)).abs()
-    propagated = torch.sum(2 * centred * a.scale, dim=axes, keepdim=keepdim) / divisor
-    return Bounded(value, propagated + value.abs())
-
-
-def _extreme(function: Callable[..., torch.Tensor]) -> Rule:
-    """amax/amin move by at most the largest error along the axes, and do not round."""
-
-    def rule(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-        (a,) = operands
-        axes, keepdim = _axes(attributes), bool(attributes["keepdim"])
-        value = function(a.value, dim=axes, keepdim=keepdim)
-        return Bounded(value, torch.amax(a.scale, dim=axes, keepdim=keepdim))
-
-    return rule
-
-
-def _softmax_parts(a: Bounded, axis: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Probabilities p, each exponent's error t = s_a + |a - max| + 1 (the shift rounds,
-    exp rounds), and the sum's error E = sum_j p_j t_j, relative to the sum."""
-    shifted = a.value - a.value.amax(dim=axis, keepdim=True)
-    probabilities = torch.softmax(a.value, dim=axis)
-    exponent_error = a.scale + shifted.abs() + 1
-    sum_error = torch.sum(probabilities * exponent_error, dim=axis, keepdim=True)
-    return probabilities, exponent_error, sum_error
-
-
-def _softmax(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    (a,) = operands
-    p, t, total = _softmax_parts(a, int(attributes["axis"]))  # type: ignore[call-overload]
-    return Bounded(p, p * (t + total + 1))
-
-
-def _log_softmax(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    (a,) = operands
-    axis = int(attributes["axis"])  # type: ignore[call-overload]
-    _, t, total = _softmax_parts(a, axis)
-    value = torch.log_softmax(a.value, dim=axis)
-    log_sum = torch.logsumexp(a.value - a.value.amax(dim=axis, keepdim=True), dim=axis).abs()
-    return Bounded(value, t + total + log_sum.unsqueeze(axis) + value.abs())
-
-
-def _logsumexp(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    (a,) = operands
-    axis = int(attributes["axis"])  # type: ignore[call-overload]
-    keepdim = bool(attributes["keepdim"])
-    _, _, total = _softmax_parts(a, axis)
-    value = torch.logsumexp(a.value, dim=axis, keepdim=True)
-    scale = a.scale.amax(dim=axis, keepdim=True) + total + value.abs()
-    return Bounded(_keep(value, (axis,), keepdim), _keep(scale, (axis,), keepdim))
-
-
-def _matmul(operands: list[Bounded], attributes: Mapping[str, object]) -> Bounded:
-    a, b = operands
-
-    def oriented(x: torch.Tensor, flag: str) -> torch.Tensor:
-        return x.transpose(-1, -2) if attributes.get(flag) else x
-
-    av, bv = oriented(a.value, "a_trans"), oriented(b.value, "b_trans")
-    as_, bs = oriented(a.scale, "a_trans"), oriented(b.scale, "b_trans")
-    value = torch.matmul(av, bv)
-    scale = torch.matmul(as_, bv.abs()) + torch.matmul(av.abs(), bs)
-    return Bounded(value, scale + torch.matmul(av.abs(), bv.abs()))
-
-
-# Ops whose errors do not follow from an elementwise derivative alone.
-_SPECIFIC_RULES: dict[str, Rule] = {
-    "clamp": _clamp,
-    "pow": _pow,
-    "where": _where,
-    **{op.name: _compare(getattr(torch, op.name)) for op in ops.of_kind(ops.Kind.COMPARISON)},
-    "sum": _sum,
-    "mean": _mean,
-    "var": _var,
-    "amax": _extreme(torch.amax),
-    "amin": _extreme(torch.amin),
-    "batchmean": _batchmean,
-    "softmax": _softmax,
-    "log_softmax": _log_softmax,
-    "logsumexp": _logsumexp,
-    "matmul": _matmul,
-}
 RULES: dict[str, Rule] = {
-    **{op.name: _elementwise(op) for op in ops.OPS.values() if op.propagate is not None},
-    **_SPECIFIC_RULES,
+    op.name: _elementwise(op) if op.propagate is not None else _own_rule(op)
+    for op in ops.OPS.values()
+    if op.propagate is not None or op.bound is not None
 }
-REDUCTIONS_OVER_AXES = ("sum", "mean", "var", "amax", "amin")
 
 
 class _Evaluator:
@@ -258,10 +113,9 @@ class _Evaluator:
         rule = RULES.get(ops.lookup(expr.op).name)
         if rule is None:
             raise ops.UnknownOp(f"op `{expr.op}` has no error-bound rule")
-        attributes = dict(ir.attribute_items(expr.attrs))
-        result = rule(operands, attributes)
-        if expr.op in REDUCTIONS_OVER_AXES:
-            self._note_ambiguous_axes(expr, rule, operands, attributes, result)
+        result = rule(operands, expr.attrs)
+        if isinstance(expr.attrs, ir.Reduce):
+            self._note_ambiguous_axes(expr, rule, operands, expr.attrs, result)
         return result
 
     def _note_ambiguous_axes(
@@ -269,17 +123,17 @@ class _Evaluator:
         expr: ir.Op,
         rule: Rule,
         operands: list[Bounded],
-        attributes: dict[str, object],
+        attributes: ir.Reduce,
         result: Bounded,
     ) -> None:
         """Another choice of axes with the same result shape whose result the inputs make
         indistinguishable from this one: a kernel reducing those axes would pass."""
         shape = tuple(operands[0].value.shape)
-        axes = _axes(attributes)
+        axes = attributes.axes
         for other in itertools.combinations(range(len(shape)), len(axes)):
             if other == axes:
                 continue
-            alternative = rule(operands, attributes | {"axes": other})
+            alternative = rule(operands, attrs.evolve(attributes, axes=other))
             if alternative.value.shape != result.value.shape:
                 continue
             scale = torch.maximum(result.scale, alternative.scale)

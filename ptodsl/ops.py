@@ -7,8 +7,9 @@ errors propagate through it (`ptodsl.error_bounds`). Every module that needs one
 facts reads it here; `lookup` of an op that has no entry is an internal error, never a
 default. `_validate` runs at import and fails loudly when an entry lacks what its kind needs.
 
-Adding an elementwise builtin is one entry below (plus `TARGET_FORMS` when PyPTO has it
-natively, or a rule in `passes/legalize.py` when it does not).
+Adding an op is one entry below: its `native` forms when PyPTO 0.2.0 runs it (the target's
+forms are read from the entries), otherwise a rewrite in `passes/legalize.py`, which fails
+at import when an op that is not native has none.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class UnknownOp(LookupError):
 # Propagation of operand errors in magnitudes, for ptodsl.error_bounds: called with the
 # torch module, the result's float64 value and the operands (value, scale pairs).
 Propagate = Callable[..., object]
+# An error-bound rule of its own: called with the torch module, the operands (value, scale
+# pairs) and the node's attributes; returns the float64 value and its error scale.
+Bound = Callable[..., tuple[object, object]]
 
 
 @attrs.frozen
@@ -53,7 +57,9 @@ class OpDef:
     torch: str | Mapping[str, str] | None = None  # reference spelling, or one per form
     pypto: str | None = None  # PyPTO spelling; None: always legalized before codegen
     combine: str | None = None  # how two chunks' partial results combine (reductions)
-    propagate: Propagate | None = None  # error propagation (elementwise kinds)
+    native: str = ""  # PyPTO 0.2.0's forms, as operand kinds ("t,t t,s"); none: legalized
+    propagate: Propagate | None = None  # error propagation by the derivative (elementwise)
+    bound: Bound | None = None  # the whole error-bound rule, for ops without a derivative
     rounds: bool = True  # whether the result rounds (max, abs, neg only select or flip)
     hidden: float = 0.0  # magnitude an intermediate of the target's formula rounds at
     attributes: type[ir.OpAttrs] | None = None  # the class of the op's attributes, if any
@@ -84,6 +90,7 @@ def _unary(
         scalar=scalar,
         torch=f"torch.{name}({{0}})",
         pypto=pypto,
+        native="t" if pypto else "",
         propagate=propagate,
         rounds=rounds,
         hidden=hidden,
@@ -120,6 +127,7 @@ def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
             f"{name}(s,t)": f"torch.clamp({{1}}, {clamp_bound}={{0}})",
         },
         pypto=f"pypto.{name}({{0}}, {{1}})",
+        native="t,t t,s",
         propagate=lambda t, v, a, b: t.maximum(a.scale, b.scale),
         rounds=False,
     )
@@ -127,7 +135,142 @@ def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
 
 def _comparison(name: str) -> OpDef:
     """Spelled infix in every dialect (`ptodsl.pyexpr`)."""
-    return OpDef(name, Kind.COMPARISON, 2)
+    return OpDef(name, Kind.COMPARISON, 2, native="t,t t,s", bound=_compare_bound(name))
+
+
+# ---- error-bound rules of ops that have no elementwise derivative ------------------------
+# Each returns (value, scale) in float64 (ptodsl.error_bounds); `t` is the torch module.
+
+
+def _compare_bound(name: str) -> Bound:
+    def bound(t, operands, _attributes):
+        lhs, rhs = operands
+        result = getattr(t, name)(lhs.value, rhs.value)
+        return result, t.zeros(result.shape, dtype=t.float64)
+
+    return bound
+
+
+def _where_bound(t, operands, _attributes):
+    condition, if_true, if_false = operands
+    value = t.where(condition.value, if_true.value, if_false.value)
+    scale = t.where(condition.value, if_true.scale, if_false.scale)
+    return value, scale.expand(value.shape)
+
+
+def _clamp_bound(t, operands, _attributes):
+    """The result is one of the operands: it moves by at most their errors, unrounded."""
+    a, low, high = operands
+    value = t.clamp(a.value, low.value, high.value)
+    scale = t.maximum(a.scale, t.maximum(low.scale, high.scale))
+    return value, scale.expand(value.shape)
+
+
+def _pow_bound(t, operands, _attributes):
+    base, exponent = operands
+    value = t.pow(base.value, exponent.value)
+    derivative = (exponent.value * t.pow(base.value, exponent.value - 1)).abs()
+    scale = derivative * base.scale + value.abs()
+    if float(exponent.scale) > 0:  # an exponent that rounds moves the result by v log|b|
+        scale = scale + (value * t.log(base.value.abs())).abs() * exponent.scale
+    return value, t.nan_to_num(scale, nan=math.inf)
+
+
+def _sum_bound(t, operands, attributes):
+    """The terms' magnitudes, never the (cancelling) result: sum(s_a) + sum(|a|)."""
+    (a,) = operands
+    axes, keepdim = attributes.axes, attributes.keepdim
+    value = t.sum(a.value, dim=axes, keepdim=keepdim)
+    return value, t.sum(a.scale + a.value.abs(), dim=axes, keepdim=keepdim)
+
+
+def _scaled_sum_bound(count: Callable[[object, ir.Reduce], int]) -> Bound:
+    """A sum divided by `count(operand, attributes)`, which rounds once more."""
+
+    def bound(t, operands, attributes):
+        total, total_scale = _sum_bound(t, operands, attributes)
+        divisor = count(operands[0].value, attributes)
+        value = total / divisor
+        return value, total_scale / divisor + value.abs()
+
+    return bound
+
+
+def _reduced_count(value, attributes: ir.Reduce) -> int:
+    return math.prod(value.shape[axis] for axis in attributes.axes)
+
+
+def _var_bound(t, operands, attributes):
+    """d var / d x_i = 2 (x_i - mean) / (n - correction): the mean's own error cancels, so a
+    two-pass variance rounds like the variance, not like E[x^2]."""
+    (a,) = operands
+    axes, keepdim, correction = attributes.axes, attributes.keepdim, attributes.correction
+    divisor = _reduced_count(a.value, attributes) - correction
+    value = t.var(a.value, dim=axes, keepdim=keepdim, correction=correction)
+    centred = (a.value - a.value.mean(dim=axes, keepdim=True)).abs()
+    propagated = t.sum(2 * centred * a.scale, dim=axes, keepdim=keepdim) / divisor
+    return value, propagated + value.abs()
+
+
+def _extreme_bound(name: str) -> Bound:
+    """amax/amin move by at most the largest error along the axes, and do not round."""
+
+    def bound(t, operands, attributes):
+        (a,) = operands
+        axes, keepdim = attributes.axes, attributes.keepdim
+        value = getattr(t, name)(a.value, dim=axes, keepdim=keepdim)
+        return value, t.amax(a.scale, dim=axes, keepdim=keepdim)
+
+    return bound
+
+
+def _softmax_parts(t, a, axis: int):
+    """Probabilities p, each exponent's error e = s_a + |a - max| + 1 (the shift rounds,
+    exp rounds), and the sum's error E = sum_j p_j e_j, relative to the sum."""
+    shifted = a.value - a.value.amax(dim=axis, keepdim=True)
+    probabilities = t.softmax(a.value, dim=axis)
+    exponent_error = a.scale + shifted.abs() + 1
+    sum_error = t.sum(probabilities * exponent_error, dim=axis, keepdim=True)
+    return probabilities, exponent_error, sum_error
+
+
+def _softmax_bound(t, operands, attributes):
+    (a,) = operands
+    p, exponent_error, sum_error = _softmax_parts(t, a, attributes.axis)
+    return p, p * (exponent_error + sum_error + 1)
+
+
+def _log_softmax_bound(t, operands, attributes):
+    (a,) = operands
+    axis = attributes.axis
+    _, exponent_error, sum_error = _softmax_parts(t, a, axis)
+    value = t.log_softmax(a.value, dim=axis)
+    log_sum = t.logsumexp(a.value - a.value.amax(dim=axis, keepdim=True), dim=axis).abs()
+    return value, exponent_error + sum_error + log_sum.unsqueeze(axis) + value.abs()
+
+
+def _logsumexp_bound(t, operands, attributes):
+    (a,) = operands
+    axis, keepdim = attributes.axis, attributes.keepdim
+    _, _, sum_error = _softmax_parts(t, a, axis)
+    value = t.logsumexp(a.value, dim=axis, keepdim=True)
+    scale = a.scale.amax(dim=axis, keepdim=True) + sum_error + value.abs()
+    if keepdim:
+        return value, scale
+    return value.squeeze(axis), scale.squeeze(axis)
+
+
+def _matmul_bound(t, operands, attributes):
+    """s_a @ |b| + |a| @ s_b, and the products' own rounding |a| @ |b|."""
+    a, b = operands
+
+    def oriented(x, transposed: bool):
+        return x.transpose(-1, -2) if transposed else x
+
+    av, bv = oriented(a.value, attributes.a_trans), oriented(b.value, attributes.b_trans)
+    sa, sb = oriented(a.scale, attributes.a_trans), oriented(b.scale, attributes.b_trans)
+    scale = t.matmul(sa, bv.abs()) + t.matmul(av.abs(), sb) + t.matmul(av.abs(), bv.abs())
+    return t.matmul(av, bv), scale
 
 
 _OPS = [
@@ -136,6 +279,7 @@ _OPS = [
         "add",
         Kind.ARITHMETIC,
         2,
+        native="t,t t,s",
         fold=lambda a, b: a + b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
     ),
@@ -143,6 +287,7 @@ _OPS = [
         "sub",
         Kind.ARITHMETIC,
         2,
+        native="t,t t,s",
         fold=lambda a, b: a - b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
     ),
@@ -150,6 +295,7 @@ _OPS = [
         "mul",
         Kind.ARITHMETIC,
         2,
+        native="t,t t,s",
         fold=lambda a, b: a * b,
         propagate=lambda t, v, a, b: a.scale * b.value.abs() + a.value.abs() * b.scale,
     ),
@@ -157,6 +303,7 @@ _OPS = [
         "div",
         Kind.ARITHMETIC,
         2,
+        native="t,t t,s",
         fold=lambda a, b: a / b,
         propagate=lambda t, v, a, b: _safe_ratio(t, a.scale + v.abs() * b.scale, b.value),
     ),
@@ -273,6 +420,8 @@ _OPS = [
         scalar="{0} ** {1}",
         torch="torch.pow({0}, {1})",
         pypto="pypto.pow({0}, {1})",
+        native="t,s",
+        bound=_pow_bound,
     ),
     OpDef(
         "clamp",
@@ -282,6 +431,7 @@ _OPS = [
         fold=lambda a, lo, hi: min(max(a, lo), hi),
         scalar="min(max({0}, {1}), {2})",
         torch="torch.clamp({0}, {1}, {2})",
+        bound=_clamp_bound,
     ),
     # ---- selection and comparisons ------------------------------------------------------
     OpDef(
@@ -291,7 +441,9 @@ _OPS = [
         spec="where",
         torch="torch.where({0}, {1}, {2})",
         pypto="pypto.where({0}, {1}, {2})",
-    ),  # fmt: skip
+        native="t,t,t t,s,t t,t,s t,s,s",
+        bound=_where_bound,
+    ),
     _comparison("lt"),
     _comparison("le"),
     _comparison("gt"),
@@ -308,6 +460,8 @@ _OPS = [
         pypto="pypto.sum({0}, {axis}, keepdim=True)",
         combine="{0} + {1}",
         attributes=ir.Reduce,
+        native="t",
+        bound=_sum_bound,
     ),
     OpDef(
         "amax",
@@ -318,6 +472,8 @@ _OPS = [
         pypto="pypto.amax({0}, {axis}, keepdim=True)",
         combine="pypto.maximum({0}, {1})",
         attributes=ir.Reduce,
+        native="t",
+        bound=_extreme_bound("amax"),
     ),
     OpDef(
         "amin",
@@ -328,6 +484,8 @@ _OPS = [
         pypto="pypto.amin({0}, {axis}, keepdim=True)",
         combine="pypto.minimum({0}, {1})",
         attributes=ir.Reduce,
+        native="t",
+        bound=_extreme_bound("amin"),
     ),
     OpDef(
         "mean",
@@ -336,6 +494,7 @@ _OPS = [
         spec="mean",
         torch="torch.mean({0}, dim={axes}, keepdim={keepdim})",
         attributes=ir.Reduce,
+        bound=_scaled_sum_bound(_reduced_count),
     ),
     OpDef(
         "var",
@@ -344,6 +503,7 @@ _OPS = [
         spec="var",
         torch="torch.var({0}, dim={axes}, keepdim={keepdim}, correction={correction})",
         attributes=ir.Variance,
+        bound=_var_bound,
     ),
     OpDef(
         "batchmean",
@@ -352,6 +512,7 @@ _OPS = [
         spec="batchmean",
         torch="_batchmean({0})",
         attributes=ir.Reduce,
+        bound=_scaled_sum_bound(lambda value, _attributes: value.shape[0]),
     ),
     # ---- whole-axis functions -----------------------------------------------------------
     OpDef(
@@ -361,6 +522,7 @@ _OPS = [
         spec="softmax",
         torch="torch.softmax({0}, dim={axis})",
         attributes=ir.Along,
+        bound=_softmax_bound,
     ),
     OpDef(
         "log_softmax",
@@ -369,6 +531,7 @@ _OPS = [
         spec="log_softmax",
         torch="torch.log_softmax({0}, dim={axis})",
         attributes=ir.Along,
+        bound=_log_softmax_bound,
     ),
     OpDef(
         "logsumexp",
@@ -377,9 +540,18 @@ _OPS = [
         spec="logsumexp",
         torch="torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
         attributes=ir.AlongKeep,
+        bound=_logsumexp_bound,
     ),
     # ---- matmul and layout --------------------------------------------------------------
-    OpDef("matmul", Kind.MATMUL, 2, torch="torch.matmul({0}, {1})", attributes=ir.Transposes),
+    OpDef(
+        "matmul",
+        Kind.MATMUL,
+        2,
+        torch="torch.matmul({0}, {1})",
+        attributes=ir.Transposes,
+        native="t,t",
+        bound=_matmul_bound,
+    ),
     OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T"),
     OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})"),
     OpDef("expand", Kind.LAYOUT, 1, pypto="pypto.expand_clone({0}, {shape})", attributes=ir.Expand),
@@ -412,6 +584,11 @@ def spellings(dialect: str) -> dict[str, str]:
     return table
 
 
+def native_forms() -> frozenset[str]:
+    """Every form PyPTO 0.2.0 runs natively (`sub(t,s)`); the others are legalized."""
+    return frozenset(f"{op.name}({kinds})" for op in _OPS for kinds in op.native.split())
+
+
 # What each kind needs from its entry; checked at import.
 _REQUIRED = {
     Kind.ARITHMETIC: ("fold", "propagate"),
@@ -424,6 +601,9 @@ _REQUIRED = {
     Kind.LAYOUT: (),
 }
 
+
+# Spelled without a template: infix by ptodsl.pyexpr, matmul by codegen's cube phases.
+_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL)
 
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
 _ATTRIBUTE_FAMILY = {Kind.REDUCTION: ir.Reduce, Kind.AXIS: ir.Along, Kind.MATMUL: ir.Transposes}
@@ -438,6 +618,10 @@ def _validate() -> None:
         missing = [field for field in _REQUIRED[op.kind] if getattr(op, field) is None]
         if op.kind is Kind.REDUCTION and op.pypto is not None and op.combine is None:
             missing.append("combine")  # a native reduction may be split by a loop
+        if op.kind is not Kind.LAYOUT and (op.propagate is None) == (op.bound is None):
+            missing.append("one error-bound rule (propagate or bound)")
+        if op.native and op.pypto is None and op.kind not in _SPELLED_INFIX:
+            missing.append("pypto (it is native)")
         if missing:
             raise AssertionError(f"op `{op.name}` ({op.kind.value}) lacks {', '.join(missing)}")
         family = _ATTRIBUTE_FAMILY.get(op.kind)

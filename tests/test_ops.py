@@ -35,11 +35,29 @@ def test_every_entry_has_what_the_stages_need(op):
         assert native or form in LEGALIZE_RULES, f"{form}: neither native nor legalized"
 
 
+def test_the_target_forms_are_the_entries_native_forms():
+    assert PYPTO_0_2_0.forms == ops.native_forms()
+    assert {"sub(t,s)", "sin(t)", "sum(t)", "where(t,s,s)"} <= PYPTO_0_2_0.forms
+    assert not {"sub(s,t)", "erf(t)", "mean(t)", "neg(t)"} & PYPTO_0_2_0.forms
+
+
+def test_an_op_neither_native_nor_legalized_fails_at_import(monkeypatch):
+    from ptodsl.passes import legalize
+
+    lonely = ops.OpDef("cumsum", ops.Kind.ELEMENTWISE, 1, spec="cumsum")
+    monkeypatch.setitem(ops.OPS, "cumsum", lonely)
+    assert legalize._unreachable_ops() == ["cumsum"]
+
+
 def test_an_entry_missing_what_its_kind_needs_fails_validation(monkeypatch):
     registered = list(ops._OPS)
     broken = attrs.evolve(ops.lookup("exp"), name="exp2", scalar=None)
     monkeypatch.setattr(ops, "_OPS", [*registered, broken])
     with pytest.raises(AssertionError, match="op `exp2` .elementwise. lacks scalar"):
+        ops._validate()
+    unbounded = attrs.evolve(ops.lookup("amax"), name="amax2", bound=None)
+    monkeypatch.setattr(ops, "_OPS", [*registered, unbounded])
+    with pytest.raises(AssertionError, match="`amax2` .reduction. lacks one error-bound rule"):
         ops._validate()
     reduction = attrs.evolve(ops.lookup("sum"), name="sum2", combine=None)
     monkeypatch.setattr(ops, "_OPS", [*registered, reduction])
