@@ -203,11 +203,12 @@ def compare(
     name: str,
     actual: torch.Tensor,
     expected: torch.Tensor,
-    scale: torch.Tensor,
+    bound: torch.Tensor,
     dtype: ir.DType,
 ) -> OutputCheck:
-    """Every element of `actual` within atol + rtol * scale of `expected` (float64), with
-    the declared dtype and shape exactly, and an expected output no trivial kernel matches."""
+    """Every element of `actual` within its `bound` (`element_bound`: atol + rtol * scale)
+    of `expected` (float64), with the declared dtype and shape exactly, and an expected
+    output no trivial kernel matches."""
     atol, rtol = TOLERANCES[dtype]
     shape = tuple(expected.shape)
     failed = functools.partial(OutputCheck, name, shape, dtype.value, atol, rtol)
@@ -219,7 +220,6 @@ def compare(
         return failed(
             problem="the reference is not finite here: declare an input domain (e.g. `in positive`)"
         )
-    bound = element_bound(scale, dtype)
     error = (actual.to(torch.float64) - expected).abs()
     error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
     ratio = error / bound
@@ -551,15 +551,15 @@ def run_check(
             state=state,
             timeout=timeout,
         )
-    outputs = tuple(
-        compare(o.name, actual, e, scale, o.type.dtype)
-        for o, actual, e, scale in zip(
-            checked.outputs, run.outputs, case.expected, case.scales, strict=False
-        )
-    )
     bounds = tuple(
         element_bound(scale, o.type.dtype)
         for o, scale in zip(checked.outputs, case.scales, strict=True)
+    )
+    outputs = tuple(
+        compare(o.name, actual, e, bound, o.type.dtype)
+        for o, actual, e, bound in zip(
+            checked.outputs, run.outputs, case.expected, bounds, strict=False
+        )
     )
     problems = tuple(f"vacuous: {a}; {VACUITY_HINT}" for a in case.ambiguities)
     if len(run.outputs) != len(checked.outputs):

@@ -18,7 +18,7 @@ from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.files import write_atomically
 from ptodsl.ir import format_kernel
-from ptodsl.pipeline import PASS_NAMES, lower
+from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
@@ -239,7 +239,6 @@ def _check(args: argparse.Namespace) -> int:
             raise UserError(f"cannot read {path}: no such file")
     if args.timeout <= 0:
         raise UserError("--timeout must be positive")
-    declared = {d.name: d.size for d in lower(source, until="check").checked.dims}
     try:
         report = run_check(
             compiled,
@@ -247,7 +246,7 @@ def _check(args: argparse.Namespace) -> int:
             seed=args.seed,
             passes=args.passes,
             against=args.against,
-            rescale=problem_rescale(declared, dims),
+            rescale=problem_rescale(compiled.lowered.syntax.declared_dims, dims),
             timeout=args.timeout,
         )
     except SimulationError as error:

@@ -169,6 +169,11 @@ class Spec:
     name_span: Span
     items: tuple[Item, ...]
 
+    @property
+    def declared_dims(self) -> dict[str, int]:
+        """Each dim's size as the spec writes it (before any `--dim` resizes it)."""
+        return {item.name: item.size for item in self.items if isinstance(item, DimDecl)}
+
 
 def format_syntax(node: object, indent: str = "") -> str:
     """An indented dump of a syntax tree, spans left out, for `--emit ast`."""

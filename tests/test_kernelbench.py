@@ -20,6 +20,7 @@ from ptodsl.checking import (
 )
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.coverage import by_number
+from ptodsl.error_bounds import element_bound
 from ptodsl.simulator import SimulationError, run_model
 
 SPECS = ROOT / "examples" / "kernelbench"
@@ -61,8 +62,7 @@ def ci_rescale(number):
     """The problem's size constants scaled like the spec's CI_DIMS (`check --dim`)."""
     spec = SPEC_BY_NUMBER[number]
     dims = CI_DIMS.get(spec.stem, {})
-    declared = {d.name: d.size for d in compile_spec(spec).lowered.checked.dims}
-    return problem_rescale(declared, dims)
+    return problem_rescale(compile_spec(spec).lowered.syntax.declared_dims, dims)
 
 
 @pytest.mark.parametrize("number", sorted(SPEC_BY_NUMBER))
@@ -149,7 +149,7 @@ def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
     run = run_model(answer, case.init_kwargs, case.inputs, verify="graph", load="exec")
     (expected,), (scale,) = case.expected, case.scales
     dtype = compiled.kernel.outputs[0].type.dtype
-    assert compare("y", run.outputs[0], expected, scale, dtype).ok
+    assert compare("y", run.outputs[0], expected, element_bound(scale, dtype), dtype).ok
     plain = tmp_path / "plain.py"
     plain.write_text(compiled.source, encoding="utf-8")
     with pytest.raises(SimulationError, match="could not get source code"):
