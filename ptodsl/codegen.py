@@ -1,15 +1,13 @@
 """Emits the PyPTO 0.2.0 module for a lowered kernel: a cached kernel factory per kernel,
-with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`."""
+with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`. The
+kernel body prints the program `materialise` made (every view, temporary, offset and
+accumulation is decided there); expressions print through `ptodsl.pyexpr`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-
-import attrs
 
 from ptodsl import __version__, ir, ops
-from ptodsl.passes.chain_reductions import chain_axes
 from ptodsl.pyexpr import (
     SCALAR_SPELLING,
     PythonEmitter,
@@ -68,292 +66,97 @@ def factory_arguments(kernel: ir.Kernel) -> list[str]:
     return [p.name for p in kernel.kernel_params]
 
 
-class _Block:
-    """The statements of one phase as straight-line code: the whole phase, one loop
-    iteration (`rows` indices of the loop axis at `offset`), or the tail after the loop.
+def _kernel_lines(kernel: ir.Kernel) -> list[str]:
+    assert kernel.program is not None, "the materialise pass runs first"
+    printer = _Printer()
+    lines = []
+    for code in kernel.program.phases:
+        lines += printer.lines(code.instructions, " " * 8)
+    return lines
 
-    Inside a loop, tensors from outside the phase that span the rows are read through
-    views; lets that later phases read are assembled into full-size temporaries; a
-    reduction over the rows accumulates into its output."""
 
-    def __init__(self, kernel: ir.Kernel, phase: ir.Phase, later_reads: set[str], suffix: str,
-                 rows: int | None, offset: str, block_index: str):  # fmt: skip
-        self.kernel = kernel
-        self.phase = phase
-        self.later_reads = later_reads
-        self.suffix = suffix
-        self.rows = rows
-        self.axis = phase.loop.axis if phase.loop else 0
-        self.offset = offset
-        self.block_index = block_index  # "i" inside the loop, the tail's index after it
-        self.full = {t.name: t.kernel_shape for t in (*kernel.inputs, *kernel.outputs)}
-        self.local: dict[str, str] = {}  # let name -> its name inside this block
+class _Printer:
+    """Prints materialised instructions as PyPTO calls; expressions through the emitter."""
 
-    def spans_rows(self, shape: tuple[int, ...]) -> bool:
-        """Whether a tensor of this shape is split by the loop (spans the loop axis)."""
-        return self.rows is not None and shape[self.axis] != 1
+    def __init__(self) -> None:
+        self.emitter = PythonEmitter(PYPTO_SPELLING, SCALAR_SPELLING, lambda ref: ref.name)
 
-    def sized(self, shape: tuple[int, ...]) -> list[int]:
-        """The shape with the loop axis cut to this block's extent."""
-        return [self.rows if axis == self.axis else size for axis, size in enumerate(shape)]
+    def lines(self, instructions: tuple[ir.Instruction, ...], indent: str) -> list[str]:
+        return [line for instruction in instructions for line in self.one(instruction, indent)]
 
-    def name(self, ref: ir.Ref) -> str:
-        if ref.name in self.local:
-            return self.local[ref.name]
-        if isinstance(ref.type, ir.TensorType) and self.spans_rows(ref.type.shape):
-            return f"{ref.name}_{self.suffix}"
-        return ref.name
+    def one(self, instruction: ir.Instruction, indent: str) -> list[str]:
+        match instruction:
+            case ir.BlockLoop():
+                return self.loop(instruction, indent)
+            case ir.Assign(name, value):
+                return self.assignment(name, value, indent)
+            case ir.StoreOutput(output, value):
+                return self.assignment(f"{output}[:]", value, indent)
+            case ir.Accumulate():
+                return _accumulate(instruction, indent)
+        return [indent + _statement(instruction)]
 
-    def block_sized(self, node: ir.Expr) -> ir.Expr:
-        """An explicit expansion spanning the loop axis covers this block, not the axis."""
-        if self.rows is None or not (isinstance(node, ir.Op) and node.op == "expand"):
-            return node
-        shape = node.attrs.shape
-        if not self.spans_rows(shape):
-            return node
-        return attrs.evolve(node, attrs=ir.Expand(tuple(self.sized(shape))))
+    def assignment(self, target: str, value: ir.Expr, indent: str) -> list[str]:
+        if isinstance(value, ir.Op) and value.op == "matmul":
+            return [f"{indent}{target} = {_matmul(value)}"]
+        return emit_assignment(self.emitter, target, value, indent)
 
-    def offsets(self, rank: int) -> str:
-        offsets = [self.offset if axis == self.axis else "0" for axis in range(rank)]
-        return "[" + ", ".join(offsets) + "]"
-
-    def views(self, statements: list[ir.Stmt], indent: str) -> list[str]:
-        """Views of the rows this block reads from tensors made outside the phase."""
-        made_here = {s.name for s in statements if isinstance(s, ir.Let)}
-        seen: dict[str, tuple[int, ...]] = {}
-        for stmt in statements:
-            for node in ir.walk(stmt.value):
-                if isinstance(node, ir.Ref) and node.name not in made_here:
-                    if isinstance(node.type, ir.TensorType) and self.spans_rows(node.type.shape):
-                        seen.setdefault(node.name, node.type.shape)
-        lines = []
-        for name, shape in seen.items():
+    def loop(self, loop: ir.BlockLoop, indent: str) -> list[str]:
+        """`for i in pypto.loop(...)` over the blocks, then the constant-size tail block."""
+        i = loop.index
+        blocks = f'0, {loop.count}, 1, name="{loop.name}", idx_name="{i}"'
+        lines = [
+            f"{indent}for {i} in pypto.loop({blocks}):",
+            f"{indent}    {loop.offset} = {i} * {loop.chunk}",
+            *self.lines(loop.body, indent + "    "),
+        ]
+        if loop.tail_size:
             lines.append(
-                f"{indent}{name}_{self.suffix} = pypto.view({name}, {self.sized(shape)}, "
-                f"{self.offsets(len(shape))})"
+                f"{indent}# The last {loop.tail_size} of the loop axis: a constant-size tail."
             )
+            lines += self.lines(loop.tail, indent)
         return lines
 
-    def lines(self, indent: str) -> list[str]:
-        statements = [self.kernel.body[i] for i in self.phase.statements]
-        emitter = PythonEmitter(PYPTO_SPELLING, SCALAR_SPELLING, self.name)
-        lines = self.views(statements, indent)
-        for stmt in statements:
-            value = ir.map_expr(stmt.value, self.block_sized)
-            if isinstance(stmt, ir.Let):
-                lines += self.let(stmt, value, emitter, indent)
-            else:
-                lines += self.store(stmt, value, emitter, indent)
-        return lines
 
-    def reduces_loop_axis(self, stmt: ir.Stmt) -> bool:
-        return self.rows is not None and self.axis in chain_axes(stmt.value)
-
-    def let(self, stmt: ir.Let, value: ir.Expr, emitter: PythonEmitter, indent: str) -> list[str]:
-        if self.reduces_loop_axis(stmt):
-            # One partial result per block, reduced once after the loop (`_phase_lines`);
-            # accumulating into a temporary instead computes zeros on pypto 0.2.0.
-            local = f"{stmt.name}_{self.suffix}"
-            lines = emit_assignment(emitter, local, value, indent)
-            rank = stmt.value.type.rank
-            offsets = [self.block_index if a == self.axis else "0" for a in range(rank)]
-            parts = f"{stmt.name}_parts"
-            return lines + [f"{indent}pypto.assemble({local}, [{', '.join(offsets)}], {parts})"]
-        if not (self.spans_rows(stmt.value.type.shape) and stmt.name in self.later_reads):
-            self.local[stmt.name] = stmt.name
-            return emit_assignment(emitter, stmt.name, value, indent)
-        # Read by a later phase: this block's rows go into the full-size temporary.
-        local = f"{stmt.name}_{self.suffix}"
-        lines = emit_assignment(emitter, local, value, indent)
-        self.local[stmt.name] = local
-        offsets = self.offsets(stmt.value.type.rank)
-        return lines + [f"{indent}pypto.assemble({local}, {offsets}, {stmt.name})"]
-
-    def store(
-        self, stmt: ir.Store, value: ir.Expr, emitter: PythonEmitter, indent: str
-    ) -> list[str]:
-        if stmt.clone:
-            value = ir.Op("clone", (value,), value.type, value.span)
-        output = stmt.output
-        if self.rows is None:
-            return emit_assignment(emitter, f"{output}[:]", value, indent)
-        part = f"{output}_{self.suffix}"
-        lines = emit_assignment(emitter, part, value, indent)
-        if self.spans_rows(stmt.value.type.shape):
-            offsets = self.offsets(len(self.full[output]))
-            return lines + [f"{indent}pypto.assemble({part}, {offsets}, {output})"]
-        # A reduction over the rows: each block adds its part to the output.
-        return lines + _accumulate(output, part, stmt.value.op, self.block_index, indent)
+def _statement(instruction: ir.Instruction) -> str:
+    """The one line of an instruction that takes no expression."""
+    match instruction:
+        case ir.SetVecTiles(tile, purpose):
+            comment = f"  # {purpose}" if purpose else ""
+            return f"pypto.set_vec_tile_shapes{_arguments_text(tile)}{comment}"
+        case ir.SetCubeTiles(m, k, n):
+            return f"pypto.set_cube_tile_shapes({list(m)}, {list(k)}, {list(n)})"
+        case ir.Allocate(name, tensor):
+            return f"{name} = pypto.Tensor({list(tensor.shape)}, pypto.{tensor.dtype.pypto_name})"
+        case ir.View(name, source, tensor, offsets):
+            return (
+                f"{name} = pypto.view({source}, {list(tensor.shape)}, {ir.format_indexes(offsets)})"
+            )
+        case ir.Assemble(part, into, offsets):
+            return f"pypto.assemble({part}, {ir.format_indexes(offsets)}, {into})"
+        case ir.Comment(text):
+            return f"# {text}"
+    raise TypeError(f"codegen cannot print {instruction!r}")
 
 
-def _accumulate(output: str, part: str, op: str, block_index: str, indent: str) -> list[str]:
-    """Adds a block's part to an output: the loop's first iteration writes it, the others
-    and the tail combine (accumulating into a temporary instead gives zeros on 0.2.0)."""
-    combined = ops.lookup(op).combine.format(output, part)
-    if block_index != "i":
+def _matmul(matmul: ir.Op) -> str:
+    a, b = matmul.operands
+    assert isinstance(a, ir.Ref) and isinstance(b, ir.Ref), "a matmul's operands are named"
+    flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
+    return f"pypto.matmul({a.name}, {b.name}, pypto.{matmul.type.dtype.pypto_name}, {flags})"
+
+
+def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:
+    output, part = accumulate.output, accumulate.part
+    combined = ops.lookup(accumulate.reduction).combine.format(output, part)
+    if accumulate.first_iteration is None:
         return [f"{indent}{output}[:] = {combined}"]
     return [
-        f"{indent}if i == 0:",
+        f"{indent}if {accumulate.first_iteration} == 0:",
         f"{indent}    {output}[:] = {part}",
         f"{indent}else:",
         f"{indent}    {output}[:] = {combined}",
     ]
-
-
-Block = Callable[[str, int, str, str, str], list[str]]  # suffix, size, offset, index, indent
-
-
-def _loop(name: str, loop: ir.Loop, indent: str, block: Block, before_tail=()) -> list[str]:
-    """`for i in pypto.loop(...)` over the chunks, then the constant-size tail block."""
-    lines = [
-        f'{indent}for i in pypto.loop(0, {loop.count}, 1, name="{name}", idx_name="i"):',
-        f"{indent}    offset = i * {loop.chunk}",
-        *block("chunk", loop.chunk, "offset", "i", indent + "    "),
-    ]
-    if loop.tail:
-        lines.append(f"{indent}# The last {loop.tail} of the loop axis: a constant-size tail.")
-        lines += before_tail
-        tail_offset = str(loop.count * loop.chunk)
-        lines += block("tail", loop.tail, tail_offset, str(loop.count), indent)
-    return lines
-
-
-def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
-    assert kernel.schedule is not None
-    later = [i for p in kernel.schedule.phases[phase_index + 1 :] for i in p.statements]
-    return {
-        node.name
-        for index in later
-        for node in ir.walk(kernel.body[index].value)
-        if isinstance(node, ir.Ref)
-    }
-
-
-def _cube_lines(kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str) -> list[str]:
-    """A matmul phase: cube tiles, then one `pypto.matmul`, or one per chunk of M rows
-    assembled into the result (a tail block after the loop when the chunks do not divide)."""
-    (stmt,) = (kernel.body[i] for i in phase.statements)
-    matmul = stmt.value
-    a, b = matmul.operands
-    dtype = f"pypto.{matmul.type.dtype.pypto_name}"
-    flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
-    tiles = ", ".join(str(list(pair)) for pair in phase.cube)
-    lines = [f"{indent}pypto.set_cube_tile_shapes({tiles})"]
-    result = stmt.name if isinstance(stmt, ir.Let) else stmt.output
-    if phase.k_loop is not None:
-        return lines + _k_split_lines(kernel, phase, index, indent, f"{dtype}, {flags}")
-    loop = phase.loop
-    if loop is None:
-        target = result if isinstance(stmt, ir.Let) else f"{result}[:]"
-        return lines + [f"{indent}{target} = pypto.matmul({a.name}, {b.name}, {dtype}, {flags})"]
-    if isinstance(stmt, ir.Let):
-        lines.append(f"{indent}{result} = pypto.Tensor({list(matmul.type.shape)}, {dtype})")
-    k_size = a.type.shape[0] if matmul.attrs.a_trans else a.type.shape[1]
-
-    def block(suffix: str, rows: int, offset: str, _: str, block_indent: str) -> list[str]:
-        # M is axis 0 of A, or axis 1 when A is stored transposed.
-        if matmul.attrs.a_trans:
-            view, at = [k_size, rows], f"[0, {offset}]"
-        else:
-            view, at = [rows, k_size], f"[{offset}, 0]"
-        part = f"{result}_{suffix}"
-        return [
-            f"{block_indent}{a.name}_{suffix} = pypto.view({a.name}, {view}, {at})",
-            f"{block_indent}{part} = pypto.matmul({a.name}_{suffix}, {b.name}, {dtype}, {flags})",
-            f"{block_indent}pypto.assemble({part}, [{offset}, 0], {result})",
-        ]
-
-    return lines + _loop(f"{kernel.name}_phase{index}", loop, indent, block)
-
-
-def _k_split_lines(
-    kernel: ir.Kernel, phase: ir.Phase, index: int, indent: str, arguments: str
-) -> list[str]:
-    """K chunks of a long contraction; each partial product accumulates into the output."""
-    (stmt,) = (kernel.body[i] for i in phase.statements)
-    a, b = stmt.value.operands
-    out = stmt.output
-    m, n = stmt.value.type.shape
-    loop = phase.k_loop
-    assert loop is not None
-
-    def view(operand: ir.Ref, rows: int, size: int, k_first: bool, offset: str) -> str:
-        """A K-slice of an operand stored as [rows, K], or as [K, rows] when `k_first`."""
-        if k_first:
-            return f"pypto.view({operand.name}, {[size, rows]}, [{offset}, 0])"
-        return f"pypto.view({operand.name}, {[rows, size]}, [0, {offset}])"
-
-    def block(
-        suffix: str, size: int, offset: str, block_index: str, block_indent: str
-    ) -> list[str]:
-        a_view = view(a, m, size, stmt.value.attrs.a_trans, offset)
-        b_view = view(b, n, size, not stmt.value.attrs.b_trans, offset)
-        part = f"{out}_{suffix}"
-        call = f"pypto.matmul({a.name}_{suffix}, {b.name}_{suffix}, {arguments})"
-        return [
-            f"{block_indent}{a.name}_{suffix} = {a_view}",
-            f"{block_indent}{b.name}_{suffix} = {b_view}",
-            f"{block_indent}{part} = {call}",
-            *_accumulate(out, part, "sum", block_index, block_indent),
-        ]
-
-    assert phase.accumulate_tile is not None, "the loops pass tiles a K loop's accumulation"
-    tile = _arguments_text(phase.accumulate_tile)
-    lines = [f"{indent}pypto.set_vec_tile_shapes{tile}  # for the accumulation"]
-    return lines + _loop(f"{kernel.name}_phase{index}", loop, indent, block)
-
-
-def _phase_lines(kernel: ir.Kernel, index: int, indent: str) -> list[str]:
-    assert kernel.schedule is not None
-    phase = kernel.schedule.phases[index]
-    if phase.cube is not None:
-        return _cube_lines(kernel, phase, index, indent)
-    later_reads = _later_reads(kernel, index)
-    lines = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tile)}"]
-    loop = phase.loop
-    if loop is None:
-        return lines + _Block(kernel, phase, later_reads, "", None, "0", "0").lines(indent)
-    blocks = loop.count + (1 if loop.tail else 0)
-    partials = {partial.statement: partial for partial in phase.partials}
-    for i in phase.statements:
-        stmt, value = kernel.body[i], kernel.body[i].value
-        if not isinstance(stmt, ir.Let):
-            continue
-        dtype = f"pypto.{value.type.dtype.pypto_name}"
-        if i in partials:
-            shape = list(partials[i].shape)
-            lines.append(f"{indent}{stmt.name}_parts = pypto.Tensor({shape}, {dtype})")
-        elif stmt.name in later_reads and value.type.shape[loop.axis] != 1:
-            lines.append(f"{indent}{stmt.name} = pypto.Tensor({list(value.type.shape)}, {dtype})")
-
-    def block(
-        suffix: str, rows: int, offset: str, block_index: str, block_indent: str
-    ) -> list[str]:
-        return _Block(kernel, phase, later_reads, suffix, rows, offset, block_index).lines(
-            block_indent
-        )
-
-    retile = []
-    if phase.tail_tile is not None and phase.tail_tile != phase.tile:
-        retile = [f"{indent}pypto.set_vec_tile_shapes{_arguments_text(phase.tail_tile)}"]
-    lines += _loop(f"{kernel.name}_phase{index}", loop, indent, block, retile)
-    for partial in phase.partials:
-        stmt = kernel.body[partial.statement]
-        lines.append(
-            f"{indent}# {stmt.name}: the partial results of the {blocks} blocks, combined."
-        )
-        lines.append(f"{indent}pypto.set_vec_tile_shapes{_arguments_text(partial.tile)}")
-        combine = PYPTO_SPELLING[stmt.value.op].format(f"{stmt.name}_parts", axis=loop.axis)
-        lines.append(f"{indent}{stmt.name} = {combine}")
-    return lines
-
-
-def _kernel_lines(kernel: ir.Kernel) -> list[str]:
-    assert kernel.schedule is not None
-    lines = []
-    for index in range(len(kernel.schedule.phases)):
-        lines += _phase_lines(kernel, index, " " * 8)
-    return lines
 
 
 def _factory(kernel: ir.Kernel) -> list[str]:

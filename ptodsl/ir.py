@@ -3,7 +3,8 @@
 An expression is a tree of `Const`, `Ref` and `Op` nodes; every node knows its type and the
 span of the spec text it came from. `Op` is generic (an op name, operands and attributes) so
 that rewrite tables can be keyed on op names alone; its attributes are typed, one class per
-op family, and the op's registry entry (`ptodsl.ops`) says which.
+op family, and the op's registry entry (`ptodsl.ops`) says which. After `materialise`, a
+kernel also carries its `Program`: per phase, the instructions codegen prints.
 """
 
 from __future__ import annotations
@@ -315,6 +316,7 @@ class Kernel:
     body: tuple[Stmt, ...]
     schedule: Schedule | None = None
     decisions: tuple[str, ...] = ()  # lowering choices worth stating in the plan
+    program: Program | None = None  # the schedule materialised into instructions
 
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
@@ -424,6 +426,11 @@ def format_kernel(kernel: Kernel) -> str:
                 f"    statement {partial.statement}: partial results {list(partial.shape)}, "
                 f"combined under tile {list(partial.tile)}"
             )
+    if kernel.program is not None:
+        lines.append("  materialised:")
+        for code in kernel.program.phases:
+            lines.append(f"    phase {code.phase}:")
+            lines += format_instructions(code.instructions, "      ")
     return "\n".join(lines) + "\n"
 
 
@@ -490,3 +497,194 @@ class Phase:
 @attrs.frozen
 class Schedule:
     phases: tuple[Phase, ...]
+
+
+# ---- materialised schedule ---------------------------------------------------------------
+#
+# What `materialise` makes of the schedule: per phase, the instructions the kernel runs, with
+# every view, temporary, block-local name, offset and accumulation spelled out, so that
+# codegen only prints them.
+
+Index = int | str  # a constant, or a loop variable (`i`, `offset`) of the enclosing loop
+
+
+@attrs.frozen
+class SetVecTiles:
+    """`pypto.set_vec_tile_shapes`: the vector tile of the work that follows."""
+
+    tile: tuple[int, ...]
+    purpose: str | None = None  # what the tile is for, when it is not the phase's own work
+
+
+@attrs.frozen
+class SetCubeTiles:
+    """`pypto.set_cube_tile_shapes`: the [L0, L1] extents of m, k and n of the matmuls that
+    follow."""
+
+    m: tuple[int, int]
+    k: tuple[int, int]
+    n: tuple[int, int]
+
+
+@attrs.frozen
+class Allocate:
+    """A full-size temporary, written block by block (`Assemble`) by the loop after it."""
+
+    name: str
+    type: TensorType
+    span: Span
+
+
+@attrs.frozen
+class View:
+    """`name` reads the block of `source` of shape `type.shape` starting at `offsets`."""
+
+    name: str
+    source: str
+    type: TensorType
+    offsets: tuple[Index, ...]
+
+
+@attrs.frozen
+class Assign:
+    """Binds `name` to `value`, whose names are block-local where the block reads a part."""
+
+    name: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class StoreOutput:
+    """Writes a whole output at once (`output[:] = value`)."""
+
+    output: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class Assemble:
+    """Writes the block `part` into the larger tensor `into`, starting at `offsets`."""
+
+    part: str
+    into: str
+    offsets: tuple[Index, ...]
+
+
+@attrs.frozen
+class Accumulate:
+    """Adds a block's partial reduction `part` into the whole `output`, combined as the op
+    `reduction`'s registry entry says. On iteration 0 of the loop variable `first_iteration`
+    the part is written instead; None: every run combines (a tail block after the loop)."""
+
+    output: str
+    part: str
+    reduction: str
+    span: Span
+    first_iteration: str | None = None
+
+
+@attrs.frozen
+class Comment:
+    """A note for the reader of the generated kernel."""
+
+    text: str
+
+
+@attrs.frozen
+class BlockLoop:
+    """`for index in pypto.loop(0, count)`: `body` runs on block `index`, the `chunk`
+    indices of kernel axis `axis` starting at `offset` (= index * chunk); then `tail` runs
+    once on the last `tail_size` indices, at the constant offset count * chunk. Names the
+    body or the tail binds are local to it, except `exports`: values that do not depend on
+    the block, which instructions after the loop read."""
+
+    name: str
+    axis: int
+    count: int
+    chunk: int
+    body: tuple[Instruction, ...]
+    tail_size: int = 0
+    tail: tuple[Instruction, ...] = ()
+    exports: tuple[str, ...] = ()
+    index: str = "i"
+    offset: str = "offset"
+
+
+Instruction = (
+    SetVecTiles
+    | SetCubeTiles
+    | Allocate
+    | View
+    | Assign
+    | StoreOutput
+    | Assemble
+    | Accumulate
+    | Comment
+    | BlockLoop
+)
+
+
+@attrs.frozen
+class PhaseCode:
+    """The instructions of the schedule's phase number `phase`."""
+
+    phase: int
+    instructions: tuple[Instruction, ...]
+
+
+@attrs.frozen
+class Program:
+    phases: tuple[PhaseCode, ...]
+
+
+def format_indexes(offsets: tuple[Index, ...]) -> str:
+    return "[" + ", ".join(map(str, offsets)) + "]"
+
+
+def format_instructions(instructions: tuple[Instruction, ...], indent: str) -> list[str]:
+    """A readable listing of materialised instructions, a loop's blocks indented."""
+    lines = []
+    for instruction in instructions:
+        if isinstance(instruction, BlockLoop):
+            loop = instruction
+            exports = f", exports {', '.join(loop.exports)}" if loop.exports else ""
+            lines.append(
+                f"{indent}loop {loop.name} on axis {loop.axis}: {loop.index} in 0..{loop.count}, "
+                f"{loop.offset} = {loop.index} * {loop.chunk}{exports}"
+            )
+            lines += format_instructions(loop.body, indent + "  ")
+            if loop.tail_size:
+                at = loop.count * loop.chunk
+                lines.append(
+                    f"{indent}tail: the last {loop.tail_size} of axis {loop.axis}, at {at}"
+                )
+                lines += format_instructions(loop.tail, indent + "  ")
+        else:
+            lines.append(indent + _format_instruction(instruction))
+    return lines
+
+
+def _format_instruction(instruction: Instruction) -> str:
+    match instruction:
+        case SetVecTiles(tile, purpose):
+            return f"set vector tiles {list(tile)}" + (f" ({purpose})" if purpose else "")
+        case SetCubeTiles(m, k, n):
+            return f"set cube tiles m {list(m)}, k {list(k)}, n {list(n)}"
+        case Allocate(name, type_):
+            return f"allocate {name}: {type_}"
+        case View(name, source, type_, offsets):
+            return f"view {name}: {type_} of {source} at {format_indexes(offsets)}"
+        case Assign(name, value):
+            return f"let {name}: {value.type} = {format_expr(value)}"
+        case StoreOutput(output, value):
+            return f"{output} <- {format_expr(value)}"
+        case Assemble(part, into, offsets):
+            return f"assemble {part} into {into} at {format_indexes(offsets)}"
+        case Accumulate(output, part, reduction, _, first):
+            first_writes = f", written when {first} == 0" if first else ""
+            return f"accumulate {part} into {output} by {reduction}{first_writes}"
+        case Comment(text):
+            return f"# {text}"
+    raise TypeError(f"not an instruction: {instruction!r}")

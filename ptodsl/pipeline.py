@@ -19,6 +19,7 @@ from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.isolate_reductions import isolate_reductions
 from ptodsl.passes.legalize import legalize
 from ptodsl.passes.loops import insert_loops
+from ptodsl.passes.materialise import materialise
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.tiling import tile_phases
@@ -43,6 +44,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("expand_broadcasts", expand_broadcasts),
     ("tiling", tile_phases),
     ("loops", insert_loops),
+    ("materialise", materialise),
 )
 PASS_NAMES = tuple(name for name, _ in PASSES)
 

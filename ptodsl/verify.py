@@ -17,12 +17,36 @@ After `merge_axes`: no kernel-side tensor or value has a rank above the target's
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
 order, a vector tile has its phase's rank and fits the target's tile budget (its last axis
 may exceed a short row: reductions round it up to PyPTO's 32-byte alignment).
-After `loops`: every loop covers its axis exactly (count x chunk + tail).
+After `loops`: every loop covers its axis exactly (count x chunk + tail), a matmul's M loop
+its rows and a K loop the contraction.
+After `materialise`: every phase of the schedule has its instructions, in order, and
+- every name an instruction reads is defined earlier in its scope (the kernel's tensors and
+  scalars, earlier instructions of its block or of an enclosing one, the loop's `i` and
+  `offset` inside the loop body); names bound in a loop's body or tail are local to it,
+  except the ones the loop exports (bound by the body, and by the tail when there is one);
+  no instruction binds the name of a kernel input, output or param;
+- a name reads as the type it was defined with, and every expression is well typed as in
+  every stage (so block-local values have the block's shape);
+- nothing reads an output or a temporary before it is written whole;
+- every view's size plus offset, at every iteration of its loop, is within its source's
+  shape (same rank and dtype), and so is every assembled block within its destination;
+- the blocks one loop assembles into a tensor cover it exactly once (every index, no
+  overlap); every allocated temporary is covered so, and every output is written: stored
+  whole, assembled whole, or accumulated into;
+- an accumulation adds a part of its output's shape with a reduction that has a combine
+  rule, and writes first: in a loop body, iteration 0 of that loop's index writes; anywhere
+  else the output was written before;
+- a loop is its phase's planned loop (axis, count, chunk, tail), its tail block is there
+  exactly when the tail is not empty, and its variables shadow no name;
+- a matmul runs after cube tiles were set in its phase, any other computation after vector
+  tiles were, and every vector tile fits the tile budget.
 """
 
 from __future__ import annotations
 
 import math
+
+import attrs
 
 from ptodsl import ir, ops
 from ptodsl.target import Target, form
@@ -60,6 +84,7 @@ class _Verifier:
         self.merged = _stages_from(stage, "merge_axes", order)
         self.tiled = _stages_from(stage, "tiling", order)
         self.looped = _stages_from(stage, "loops", order)
+        self.materialised = _stages_from(stage, "materialise", order)
         self.found: list[str] = []
 
     def problems(self) -> list[str]:
@@ -72,6 +97,8 @@ class _Verifier:
             self.ranks()
         if self.tiled:
             self.schedule()
+        if self.materialised:
+            _ProgramVerifier(self).program()
         return self.found
 
     def fail(self, message: str) -> None:
@@ -207,11 +234,294 @@ class _Verifier:
                     continue
                 if loop.chunk < 1 or loop.count < 1:
                     self.fail(f"phase {number}: empty loop {loop}")
-        loop = phase.loop
-        if self.looped and loop is not None and phase.cube is None:
+        if not self.looped:
+            return
+        for loop, extent in _loop_extents(self.kernel, phase):
             covered = loop.count * loop.chunk + loop.tail
-            if covered != phase.shape[loop.axis]:
+            if covered != extent:
+                self.fail(f"phase {number}: loop covers {covered} of axis {loop.axis} ({extent})")
+
+
+def _loop_extents(kernel: ir.Kernel, phase: ir.Phase) -> list[tuple[ir.Loop, int]]:
+    """Each loop of a phase with the length of the axis it must cover: a vector loop its
+    axis, a matmul's M loop the rows, a K loop the contraction."""
+    extents = []
+    if phase.loop is not None:
+        extents.append((phase.loop, phase.shape[phase.loop.axis]))
+    if phase.k_loop is not None:
+        matmul = kernel.body[phase.statements[0]].value
+        a = matmul.operands[0].type
+        extents.append((phase.k_loop, a.shape[-2] if matmul.attrs.a_trans else a.shape[-1]))
+    return extents
+
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]  # a block's offsets and shape
+
+
+@attrs.define
+class _Scope:
+    """What the instructions of one block see: the names bound before them with their types,
+    the loop variables' values at each iteration (one empty set outside a loop body), the
+    loop whose body they are, and the blocks assembled so far into each tensor by the
+    enclosing loop (or phase), which must cover it."""
+
+    names: dict[str, ir.Type]
+    iterations: list[dict[str, int]] = attrs.Factory(lambda: [{}])
+    loop: ir.BlockLoop | None = None
+    pieces: dict[str, tuple[ir.TensorType, list[Box]]] = attrs.Factory(dict)
+
+
+class _ProgramVerifier:
+    """The materialised program's invariants (see the module docstring)."""
+
+    def __init__(self, verifier: _Verifier):
+        self.verifier = verifier
+        kernel = verifier.kernel
+        self.kernel = kernel
+        tensors = (*kernel.inputs, *kernel.outputs)
+        self.reserved = {t.name for t in tensors} | {p.name for p in kernel.params}
+        self.outputs = {t.name: ir.TensorType(t.kernel_shape, t.type.dtype) for t in kernel.outputs}
+        self.unwritten = set(self.outputs)  # outputs and temporaries not yet written whole
+        self.where = "program"
+        self.phase: ir.Phase | None = None
+        self.vector_tiles = self.cube_tiles = False
+
+    def fail(self, message: str) -> None:
+        self.verifier.fail(f"{self.where}: {message}")
+
+    def program(self) -> None:
+        kernel = self.kernel
+        if kernel.program is None:
+            self.fail("no program after materialise")
+            return
+        phases = kernel.schedule.phases if kernel.schedule else ()
+        numbers = [code.phase for code in kernel.program.phases]
+        if numbers != list(range(len(phases))):
+            self.fail(f"code for phases {numbers}, but the schedule has {len(phases)} phases")
+        names: dict[str, ir.Type] = {
+            t.name: ir.TensorType(t.kernel_shape, t.type.dtype)
+            for t in (*kernel.inputs, *kernel.outputs)
+        }
+        names |= {p.name: ir.SCALAR for p in kernel.params}
+        names |= {
+            s.name: s.value.type
+            for s in kernel.body
+            if isinstance(s, ir.Let) and ir.is_scalar(s.value)  # Python in the factory
+        }
+        for code in kernel.program.phases:
+            self.where = f"phase {code.phase}"
+            self.phase = phases[code.phase] if 0 <= code.phase < len(phases) else None
+            self.vector_tiles = self.cube_tiles = False
+            scope = _Scope(names)
+            names |= self.block(code.instructions, scope)
+            self.covered(scope.pieces, "the phase")
+        self.where = "program"
+        for name in sorted(self.unwritten):
+            kind = "output" if name in self.outputs else "temporary"
+            self.fail(f"{kind} `{name}` is never written whole")
+
+    def block(self, instructions: tuple[ir.Instruction, ...], scope: _Scope) -> dict[str, ir.Type]:
+        """Checks instructions in order; returns the names they bind."""
+        scope = attrs.evolve(scope, names=dict(scope.names))
+        bound: dict[str, ir.Type] = {}
+        for instruction in instructions:
+            for name, type_ in self.instruction(instruction, scope):
+                if name in self.reserved:
+                    self.fail(f"binds `{name}`, a kernel tensor or param")
+                scope.names[name] = bound[name] = type_
+        return bound
+
+    def instruction(self, instruction: ir.Instruction, scope: _Scope) -> list[tuple[str, ir.Type]]:
+        """Checks one instruction; returns the names it binds."""
+        match instruction:
+            case ir.SetVecTiles(tile):
+                if not tile or min(tile) < 1:
+                    self.fail(f"empty vector tile {list(tile)}")
+                elif math.prod(tile) > self.verifier.target.max_tile_elements:
+                    self.fail(f"vector tile {list(tile)} exceeds the tile budget")
+                self.vector_tiles = True
+            case ir.SetCubeTiles():
+                self.cube_tiles = True
+            case ir.Allocate(name, tensor):
+                self.unwritten.add(name)
+                return [(name, tensor)]
+            case ir.View(name, source, tensor, offsets):
+                source_type = self.tensor(source, scope)
+                if source_type is not None:
+                    self.within(f"view `{name}` of `{source}`", tensor, source_type, offsets, scope)
+                return [(name, tensor)]
+            case ir.Assign(name, value):
+                self.expression(value, scope)
+                return [(name, value.type)]
+            case ir.StoreOutput(output, value):
+                self.expression(value, scope)
+                if output not in self.outputs:
+                    self.fail(f"stores to `{output}`, not an output")
+                elif value.type != self.outputs[output]:
+                    self.fail(
+                        f"stores {value.type} into output `{output}` of {self.outputs[output]}"
+                    )
+                self.unwritten.discard(output)
+            case ir.Assemble(part, into, offsets):
+                part_type = self.tensor(part, scope)
+                into_type = scope.names.get(into)
+                if not isinstance(into_type, ir.TensorType):
+                    self.fail(f"assembles into `{into}`, which is not a tensor defined before")
+                elif part_type is not None:
+                    what = f"assembled `{part}` in `{into}`"
+                    boxes = self.within(what, part_type, into_type, offsets, scope)
+                    scope.pieces.setdefault(into, (into_type, []))[1].extend(boxes)
+            case ir.Accumulate():
+                self.accumulate(instruction, scope)
+            case ir.BlockLoop():
+                return self.loop(instruction, scope)
+            case ir.Comment():
+                pass
+            case _:
+                self.fail(f"not an instruction: {instruction!r}")
+        return []
+
+    def tensor(self, name: str, scope: _Scope) -> ir.TensorType | None:
+        """The type of a tensor an instruction reads, or None (after failing) if it cannot."""
+        if name not in scope.names:
+            self.fail(f"reads `{name}` before it is defined")
+            return None
+        if name in self.unwritten:
+            self.fail(f"reads `{name}` before it is written whole")
+        type_ = scope.names[name]
+        return type_ if isinstance(type_, ir.TensorType) else None
+
+    def expression(self, value: ir.Expr, scope: _Scope) -> None:
+        for node in ir.walk(value):
+            if isinstance(node, ir.Ref):
+                defined = scope.names.get(node.name)
+                if defined is None:
+                    self.fail(f"reads `{node.name}` before it is defined")
+                elif node.name in self.unwritten:
+                    self.fail(f"reads `{node.name}` before it is written whole")
+                elif defined != node.type:
+                    self.fail(f"reads `{node.name}` as {node.type}, defined as {defined}")
+            elif isinstance(node, ir.Op):
+                self.verifier.op(node, self.where)
+        tensor_ops = [n.op for n in ir.walk(value) if isinstance(n, ir.Op) and not ir.is_scalar(n)]
+        if "matmul" in tensor_ops and not self.cube_tiles:
+            self.fail("a matmul runs before cube tiles are set")
+        if any(op != "matmul" for op in tensor_ops) and not self.vector_tiles:
+            self.fail("vector work runs before vector tiles are set")
+
+    def within(
+        self,
+        what: str,
+        block: ir.TensorType,
+        whole: ir.TensorType,
+        offsets: tuple[ir.Index, ...],
+        scope: _Scope,
+    ) -> list[Box]:
+        """The block at each iteration's offsets, checked to lie within `whole`."""
+        if block.rank != whole.rank or len(offsets) != whole.rank or block.dtype != whole.dtype:
+            self.fail(f"{what}: {block} at {ir.format_indexes(offsets)} in {whole}")
+            return []
+        boxes = []
+        for values in scope.iterations:
+            unbound = [o for o in offsets if isinstance(o, str) and o not in values]
+            if unbound:
+                self.fail(f"{what}: offset `{unbound[0]}` is not a variable of its loop")
+                return []
+            at = tuple(values[o] if isinstance(o, str) else o for o in offsets)
+            if any(
+                a < 0 or a + s > w for a, s, w in zip(at, block.shape, whole.shape, strict=True)
+            ):
+                self.fail(f"{what}: {list(block.shape)} at {list(at)} exceeds {list(whole.shape)}")
+                return []
+            boxes.append((at, block.shape))
+        return boxes
+
+    def covered(self, pieces: dict[str, tuple[ir.TensorType, list[Box]]], what: str) -> None:
+        """The blocks assembled into each tensor tile it along one axis, each index once."""
+        for into, (whole, boxes) in pieces.items():
+            shape = whole.shape
+            varying = {
+                axis
+                for at, size in boxes
+                for axis in range(len(shape))
+                if at[axis] != 0 or size[axis] != shape[axis]
+            }
+            if len(varying) > 1:
+                self.fail(f"{what} assembles `{into}` in blocks along axes {sorted(varying)}")
+                continue
+            axis = min(varying, default=0)
+            end = 0
+            for start, stop in sorted((at[axis], at[axis] + size[axis]) for at, size in boxes):
+                if start != end:
+                    gap = "leaves a gap" if start > end else "overlaps"
+                    self.fail(f"{what} {gap} in `{into}` at {min(start, end)} of axis {axis}")
+                    break
+                end = stop
+            else:
+                if end == shape[axis]:
+                    self.unwritten.discard(into)
+                else:
+                    self.fail(
+                        f"{what} assembles `{into}` up to {end} of {shape[axis]} on axis {axis}"
+                    )
+
+    def accumulate(self, accumulate: ir.Accumulate, scope: _Scope) -> None:
+        output, first = accumulate.output, accumulate.first_iteration
+        part_type = self.tensor(accumulate.part, scope)
+        if output not in self.outputs:
+            self.fail(f"accumulates into `{output}`, not an output")
+            return
+        if part_type is not None and part_type != self.outputs[output]:
+            self.fail(f"accumulates {part_type} into output `{output}` of {self.outputs[output]}")
+        try:
+            combine = ops.lookup(accumulate.reduction).combine
+        except ops.UnknownOp:
+            combine = None
+        if combine is None:
+            self.fail(f"accumulates by `{accumulate.reduction}`, which has no combine rule")
+        if not self.vector_tiles:
+            self.fail("an accumulation runs before vector tiles are set")
+        if first is not None:
+            if scope.loop is None or first != scope.loop.index:
                 self.fail(
-                    f"phase {number}: loop covers {covered} of axis {loop.axis} "
-                    f"({phase.shape[loop.axis]})"
+                    f"accumulation into `{output}` writes first on `{first}`, not its loop's index"
                 )
+            self.unwritten.discard(output)
+        elif output in self.unwritten:
+            self.fail(f"accumulates into `{output}` before it is written")
+
+    def loop(self, loop: ir.BlockLoop, scope: _Scope) -> list[tuple[str, ir.Type]]:
+        """Checks a loop's blocks; returns the names it exports."""
+        if scope.iterations != [{}]:
+            self.fail(f"loop `{loop.name}` is nested in a loop")
+        planned = [p for p in (self.phase.loop, self.phase.k_loop) if p] if self.phase else []
+        actual = ir.Loop(loop.count, loop.chunk, loop.tail_size, loop.axis)
+        if self.phase is not None and actual not in planned:
+            self.fail(
+                f"loop `{loop.name}` ({loop.count} x {loop.chunk} + tail {loop.tail_size} on "
+                f"axis {loop.axis}) is not its phase's planned loop"
+            )
+        if loop.count < 1 or loop.chunk < 1 or loop.tail_size < 0:
+            self.fail(f"loop `{loop.name}` is empty")
+        if bool(loop.tail) != bool(loop.tail_size):
+            self.fail(
+                f"loop `{loop.name}` has a tail of {loop.tail_size} but "
+                f"{len(loop.tail)} tail instructions"
+            )
+        if loop.index == loop.offset or {loop.index, loop.offset} & scope.names.keys():
+            self.fail(f"loop `{loop.name}`'s variables shadow a name")
+        iterations = [{loop.index: i, loop.offset: i * loop.chunk} for i in range(loop.count)]
+        blocks = _Scope(scope.names, iterations, loop)
+        body = self.block(loop.body, blocks)
+        tail = self.block(loop.tail, attrs.evolve(blocks, iterations=[{}], loop=None))
+        self.covered(blocks.pieces, f"loop `{loop.name}`")
+        exported = []
+        for name in loop.exports:
+            type_ = body.get(name)
+            if type_ is None or (loop.tail_size and name not in tail):
+                self.fail(f"loop `{loop.name}` exports `{name}`, which a block of it does not bind")
+            elif isinstance(type_, ir.TensorType) and type_.shape[loop.axis] != 1:
+                self.fail(f"loop `{loop.name}` exports `{name}`, which spans the loop axis")
+            else:
+                exported.append((name, type_))
+        return exported

@@ -6,7 +6,9 @@ import attrs
 import pytest
 
 from ptodsl import ir
+from ptodsl.diagnostics import Source
 from ptodsl.parser import parse
+from ptodsl.passes import PassContext
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
 from ptodsl.passes.cse import cse
@@ -16,10 +18,12 @@ from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.isolate_reductions import isolate_reductions
 from ptodsl.passes.legalize import RULES, legalize
 from ptodsl.passes.loops import insert_loops
+from ptodsl.passes.materialise import materialise
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.tiling import tile_phases
-from ptodsl.target import PYPTO_0_2_0, form
+from ptodsl.pipeline import lower
+from ptodsl.target import PYPTO_0_2_0, Target, form
 from ptodsl.typecheck import typecheck
 
 
@@ -269,3 +273,134 @@ def test_tiling_keeps_same_shape_statements_in_one_phase():
         kernel = run(kernel)
     phases = tile_phases(chain_reductions(kernel)).schedule.phases
     assert [p.statements for p in phases] == [(0, 1, 2)]
+
+
+# ---- materialise -------------------------------------------------------------------------
+
+# Tiny limits make small kernels loop, with tails (as tests/test_loops_in_sim.py does).
+TINY = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
+
+
+def materialised(body: str, decls: str, target: Target = TINY) -> list[str]:
+    """The program `materialise` makes of a spec lowered up to `loops`, as `--emit` lists it,
+    each line prefixed with its phase number."""
+    kernel = lower(Source(f"kernel k\n{decls}{body}", "k.pto"), target=target, until="loops").kernel
+    program = materialise(kernel, PassContext(target)).program
+    return [
+        line
+        for code in program.phases
+        for line in ir.format_instructions(code.instructions, f"{code.phase}| ")
+    ]
+
+
+def test_materialise_computes_a_phase_without_a_loop_on_whole_tensors():
+    decls = "input x: f32[4, 8]\noutput y: f32[4, 8]\noutput z: f32[4, 8]\n"
+    body = "let t = exp(x)\ny = x\nz = t / sum(t, axis=1, keepdim=true)\n"
+    assert materialised(body, decls, PYPTO_0_2_0) == [
+        "0| set vector tiles [4, 8]",
+        "0| let t: f32[4, 8] = exp(x)",
+        "0| y <- clone(x)",  # an input moved into an output is copied
+        "0| let _r0: f32[4, 1] = sum(t, axes=(1,), keepdim=True)",
+        "0| z <- div(t, _r0)",
+    ]
+
+
+def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail():
+    decls = "input x: f32[50, 64]\noutput y: f32[50, 64]\n"
+    assert materialised("let t = exp(x)\nlet s = sum(t * t)\ny = t / s\n", decls) == [
+        "0| set vector tiles [464]",
+        "0| allocate t: f32[3200]",  # read by the next phase: assembled full-size
+        "0| allocate s_parts: f32[3]",  # reduces the loop axis: one partial result per block
+        "0| loop k_phase0 on axis 0: i in 0..2, offset = i * 1392",
+        "0|   view x_chunk: f32[1392] of x at [offset]",
+        "0|   let t_chunk: f32[1392] = exp(x_chunk)",
+        "0|   assemble t_chunk into t at [offset]",
+        "0|   let s_chunk: f32[1] = sum(mul(t_chunk, t_chunk), axes=(0,), keepdim=True)",
+        "0|   assemble s_chunk into s_parts at [i]",
+        "0| tail: the last 416 of axis 0, at 2784",
+        "0|   set vector tiles [416]",  # the tail is shorter than the tile
+        "0|   view x_tail: f32[416] of x at [2784]",
+        "0|   let t_tail: f32[416] = exp(x_tail)",
+        "0|   assemble t_tail into t at [2784]",
+        "0|   let s_tail: f32[1] = sum(mul(t_tail, t_tail), axes=(0,), keepdim=True)",
+        "0|   assemble s_tail into s_parts at [2]",
+        "0| # s: the partial results of the 3 blocks, combined.",
+        "0| set vector tiles [8]",
+        "0| let s: f32[1] = sum(s_parts, axes=(0,), keepdim=True)",
+        "1| set vector tiles [464]",
+        "1| loop k_phase1 on axis 0: i in 0..2, offset = i * 1392",
+        "1|   view t_chunk: f32[1392] of t at [offset]",
+        "1|   let y_chunk: f32[1392] = div(t_chunk, s)",
+        "1|   assemble y_chunk into y at [offset]",
+        "1| tail: the last 416 of axis 0, at 2784",
+        "1|   set vector tiles [416]",
+        "1|   view t_tail: f32[416] of t at [2784]",
+        "1|   let y_tail: f32[416] = div(t_tail, s)",
+        "1|   assemble y_tail into y at [2784]",
+    ]
+
+
+def test_materialise_accumulates_a_reduction_over_the_loop_axis_into_its_output():
+    lines = materialised("y = sum(x)\n", "input x: f32[23, 512]\noutput y: f32[]\n")
+    assert lines == [
+        "0| set vector tiles [512]",
+        "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 2560",
+        "0|   view x_chunk: f32[2560] of x at [offset]",
+        "0|   let y_chunk: f32[1] = sum(x_chunk, axes=(0,), keepdim=True)",
+        "0|   accumulate y_chunk into y by sum, written when i == 0",
+        "0| tail: the last 1536 of axis 0, at 10240",
+        "0|   view x_tail: f32[1536] of x at [10240]",
+        "0|   let y_tail: f32[1] = sum(x_tail, axes=(0,), keepdim=True)",
+        "0|   accumulate y_tail into y by sum",
+    ]
+
+
+def test_materialise_exports_a_loop_invariant_let_and_sizes_expansions_to_the_block():
+    decls = "input x: f32[23, 512]\ninput w: f32[512]\noutput y: f32[23, 512]\n"
+    body = "let a = x * 2.0\nlet t = exp(w)\nlet s = sum(a * t)\ny = x * t + s\n"
+    lines = materialised(body, decls)
+    assert "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5, exports t" in lines
+    assert "0|   let t: f32[1, 512] = exp(w)" in lines  # the same in every block
+    assert "1|   let y_chunk: f32[5, 512] = add(mul(x_chunk, t), expand(s, shape=(5, 1)))" in lines
+    assert "1|   let y_tail: f32[3, 512] = add(mul(x_tail, t), expand(s, shape=(3, 1)))" in lines
+
+
+def test_materialise_chunks_a_matmul_over_m_into_a_temporary():
+    decls = (
+        "input a: f32[200, 64]\ninput b: f32[64, 32]\ninput c: f32[32]\noutput y: f32[200, 32]\n"
+    )
+    assert materialised("y = relu(a @ b + c)\n", decls, PYPTO_0_2_0) == [
+        "0| set cube tiles m [128, 128], k [64, 64], n [32, 32]",
+        "0| allocate _m0: f32[200, 32]",
+        "0| loop k_phase0 on axis 0: i in 0..1, offset = i * 128",
+        "0|   view a_chunk: f32[128, 64] of a at [offset, 0]",
+        "0|   let _m0_chunk: f32[128, 32] = matmul(a_chunk, b, a_trans=False, b_trans=False)",
+        "0|   assemble _m0_chunk into _m0 at [offset, 0]",
+        "0| tail: the last 72 of axis 0, at 128",
+        "0|   view a_tail: f32[72, 64] of a at [128, 0]",
+        "0|   let _m0_tail: f32[72, 32] = matmul(a_tail, b, a_trans=False, b_trans=False)",
+        "0|   assemble _m0_tail into _m0 at [128, 0]",
+        "1| set vector tiles [200, 32]",
+        "1| y <- relu(add(_m0, c))",
+    ]
+
+
+def test_materialise_splits_a_long_contraction_into_accumulated_k_chunks():
+    target = attrs.evolve(PYPTO_0_2_0, max_inner_axis=128)
+    decls = "input a: f32[300, 16]\ninput b: f32[16, 300]\noutput y: f32[16, 16]\n"
+    assert materialised("y = a.T @ b.T\n", decls, target) == [
+        "0| set cube tiles m [16, 16], k [64, 256], n [16, 16]",
+        "0| set vector tiles [16, 16] (for the accumulation)",
+        "0| loop k_phase0 on axis 2: i in 0..3, offset = i * 100",
+        "0|   view a_chunk: f32[100, 16] of a at [offset, 0]",  # stored [K, M]
+        "0|   view b_chunk: f32[16, 100] of b at [0, offset]",  # stored [N, K]
+        "0|   let y_chunk: f32[16, 16] = matmul(a_chunk, b_chunk, a_trans=True, b_trans=True)",
+        "0|   accumulate y_chunk into y by sum, written when i == 0",
+    ]
+
+
+def test_materialise_keeps_the_statements_and_the_schedule():
+    source = Source("kernel k\ninput x: f32[23, 512]\noutput y: f32[]\ny = sum(x)\n", "k.pto")
+    kernel = lower(source, target=TINY, until="loops").kernel
+    after = materialise(kernel, PassContext(TINY))
+    assert attrs.evolve(after, program=None) == kernel

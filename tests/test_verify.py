@@ -86,6 +86,154 @@ def test_the_verifier_catches_broken_ir():
     broken(attrs.evolve(looped, schedule=ir.Schedule((short,))), "loops", "loop covers 16")
 
 
+# Tiny limits make small kernels loop, with tails (as tests/test_loops_in_sim.py does).
+TINY = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
+# Phase 0 assembles `t` into a temporary and `s`'s partial results, phase 1 the output `y`;
+# both loops have a tail: [SetVecTiles, Allocate t, Allocate s_parts, BlockLoop, Comment,
+# SetVecTiles, Assign s] and [SetVecTiles, BlockLoop].
+PARTS = Source(
+    "kernel p\ninput x: f32[50, 64]\noutput y: f32[50, 64]\n"
+    "let t = exp(x)\nlet s = sum(t * t)\ny = t / s\n",
+    "p.pto",
+)
+# [SetVecTiles, BlockLoop] whose blocks accumulate into `y`.
+TOTAL = Source("kernel t\ninput x: f32[23, 512]\noutput y: f32[]\ny = sum(x)\n", "t.pto")
+
+
+def replace(instructions: tuple, index: int, *new) -> tuple:
+    return (*instructions[:index], *new, *instructions[index + 1 :])
+
+
+class Materialised:
+    """A lowered kernel whose materialised program a test breaks, one change at a time."""
+
+    def __init__(self, source: Source, target=TINY):
+        self.target = target
+        self.kernel = lower(source, target=target).kernel
+        verify(self.kernel, "materialise", target, PASS_NAMES)  # intact, it verifies
+
+    def code(self, phase: int) -> tuple:
+        return self.kernel.program.phases[phase].instructions
+
+    def loop(self, phase: int) -> ir.BlockLoop:
+        (loop,) = (i for i in self.code(phase) if isinstance(i, ir.BlockLoop))
+        return loop
+
+    def with_code(self, phase: int, instructions: tuple) -> ir.Kernel:
+        phases = self.kernel.program.phases
+        changed = attrs.evolve(phases[phase], instructions=instructions)
+        return attrs.evolve(self.kernel, program=ir.Program(replace(phases, phase, changed)))
+
+    def with_loop(self, phase: int, **changes) -> ir.Kernel:
+        code = self.code(phase)
+        index = code.index(self.loop(phase))
+        return self.with_code(
+            phase, replace(code, index, attrs.evolve(self.loop(phase), **changes))
+        )
+
+    def broken(self, kernel: ir.Kernel, message: str) -> None:
+        with pytest.raises(VerifyError, match=message):
+            verify(kernel, "materialise", self.target, PASS_NAMES)
+
+
+def test_the_verifier_catches_broken_materialised_names_and_types():
+    parts = Materialised(PARTS)
+    span = parts.kernel.body[0].span
+    f32 = ir.DType.F32
+    # a block-local name read after its loop, which does not export it
+    s_chunk = ir.Ref("s_chunk", ir.TensorType((1,), f32), span)
+    combine = parts.code(0)[6]
+    local = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(s_chunk,)))
+    parts.broken(parts.with_code(0, replace(parts.code(0), 6, local)), "reads `s_chunk` before")
+    # a name read as another type than it was defined with
+    misread = ir.Ref("s_parts", ir.TensorType((4,), f32), span)
+    wrong = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(misread,)))
+    parts.broken(
+        parts.with_code(0, replace(parts.code(0), 6, wrong)),
+        r"reads `s_parts` as f32\[4\], defined as f32\[3\]",
+    )
+    # an expression that is not well typed at the block's size
+    body = parts.loop(0).body
+    mistyped = attrs.evolve(body[1], value=attrs.evolve(body[1].value, type=combine.value.type))
+    parts.broken(parts.with_loop(0, body=replace(body, 1, mistyped)), "`exp` of f32")
+    # a kernel tensor bound again
+    rebinds = replace(parts.code(0), 6, attrs.evolve(combine, name="x"))
+    parts.broken(parts.with_code(0, rebinds), "binds `x`, a kernel tensor")
+    # a loop variable outside its loop
+    tail = parts.loop(0).tail
+    outside = attrs.evolve(tail[1], offsets=("offset",))
+    parts.broken(parts.with_loop(0, tail=replace(tail, 1, outside)), "`offset` is not a variable")
+    # an export the blocks do not bind
+    parts.broken(parts.with_loop(0, exports=("a",)), "exports `a`, which a block of it")
+    # code missing for a phase
+    one_phase = attrs.evolve(parts.kernel, program=ir.Program(parts.kernel.program.phases[:1]))
+    parts.broken(one_phase, r"code for phases \[0\], but the schedule has 2 phases")
+
+
+def test_the_verifier_catches_broken_views_assembles_and_coverage():
+    parts = Materialised(PARTS)
+    tail = parts.loop(0).tail  # [SetVecTiles, View x_tail, Assign, Assemble t, Assign, Assemble]
+    past_the_end = attrs.evolve(tail[1], offsets=(2800,))
+    parts.broken(
+        parts.with_loop(0, tail=replace(tail, 1, past_the_end)),
+        r"view `x_tail` of `x`: \[416\] at \[2800\] exceeds \[3200\]",
+    )
+    body = parts.loop(0).body  # [View, Assign t_chunk, Assemble t, Assign s_chunk, Assemble]
+    too_long = attrs.evolve(body[0], type=ir.TensorType((1900,), ir.DType.F32))
+    parts.broken(
+        parts.with_loop(0, body=replace(body, 0, too_long)), r"\[1900\] at \[1392\] exceeds"
+    )
+    outside = attrs.evolve(tail[5], offsets=(3,))
+    parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `s_parts`: .* exceeds")
+    overlapping = attrs.evolve(tail[3], offsets=(2780,))
+    parts.broken(parts.with_loop(0, tail=replace(tail, 3, overlapping)), "overlaps in `t` at 2780")
+    # an output left partly unwritten
+    y_tail = parts.loop(1).tail
+    parts.broken(parts.with_loop(1, tail=y_tail[:-1]), "assembles `y` up to 2784 of 3200")
+    parts.broken(parts.with_code(1, parts.code(1)[:1]), "output `y` is never written whole")
+    # a temporary never assembled, and so read before it is written
+    unassembled = attrs.evolve(parts.loop(0), body=replace(body, 2), tail=replace(tail, 3))
+    code = replace(parts.code(0), 3, unassembled)
+    parts.broken(parts.with_code(0, code), "temporary `t` is never written whole")
+    parts.broken(parts.with_code(0, code), "reads `t` before it is written whole")
+
+
+def test_the_verifier_catches_broken_loops_tiles_and_accumulations():
+    parts = Materialised(PARTS)
+    parts.broken(parts.with_loop(0, chunk=1000), "is not its phase's planned loop")
+    parts.broken(parts.with_loop(0, tail=()), "has a tail of 416 but 0 tail instructions")
+    parts.broken(parts.with_loop(0, offset="i"), "variables shadow a name")
+    parts.broken(parts.with_code(1, parts.code(1)[1:]), "vector work runs before vector tiles")
+    too_big = ir.SetVecTiles((1024,))
+    parts.broken(parts.with_code(1, replace(parts.code(1), 0, too_big)), "exceeds the tile budget")
+
+    total = Materialised(TOTAL)
+    body = total.loop(0).body  # [View x_chunk, Assign y_chunk, Accumulate]
+    accumulate = body[2]
+    unwritten = attrs.evolve(accumulate, first_iteration=None)
+    total.broken(total.with_loop(0, body=replace(body, 2, unwritten)), "into `y` before it is")
+    other_variable = attrs.evolve(accumulate, first_iteration="offset")
+    total.broken(total.with_loop(0, body=replace(body, 2, other_variable)), "not its loop's index")
+    whole_block = attrs.evolve(accumulate, part="x_chunk")
+    total.broken(
+        total.with_loop(0, body=replace(body, 2, whole_block)),
+        r"accumulates f32\[2560\] into output `y` of f32\[1\]",
+    )
+    no_combine = attrs.evolve(accumulate, reduction="exp")
+    total.broken(total.with_loop(0, body=replace(body, 2, no_combine)), "no combine rule")
+
+    decls = "input a: f32[16, 300]\ninput b: f32[300, 16]\noutput c: f32[16, 16]\n"
+    long_k = attrs.evolve(PYPTO_0_2_0, max_inner_axis=128)
+    long = Materialised(Source(f"kernel m\n{decls}c = a @ b\n", "m.pto"), long_k)
+    long.broken(long.with_code(0, long.code(0)[1:]), "a matmul runs before cube tiles are set")
+    (phase,) = long.kernel.schedule.phases
+    short = attrs.evolve(phase, k_loop=attrs.evolve(phase.k_loop, count=1))
+    long.broken(
+        attrs.evolve(long.kernel, schedule=ir.Schedule((short,))),
+        r"loop covers 100 of axis 2 \(300\)",
+    )
+
+
 def test_verify_each_makes_a_broken_pass_an_internal_error(monkeypatch, tmp_path, capsys):
     def drops_the_body(kernel, ctx):
         return attrs.evolve(kernel, body=())

@@ -1,0 +1,386 @@
+"""Turns the schedule into the instructions the kernel runs, one list per phase
+(`ir.Program`), so that codegen only prints them.
+
+A phase without a loop sets its tile and computes its statements on whole tensors. A
+looped phase runs its statements on one block of the loop axis at a time (then once on the
+constant-size tail block, retiled if the tail is shorter than the tile):
+- a tensor made outside the phase that spans the loop axis is read through a view of the
+  block (`x_chunk`, `x_tail`); an explicit expansion spanning the axis covers the block;
+- a `let` that a later phase reads and that spans the loop axis is assembled into a
+  full-size temporary allocated before the loop; other `let`s stay block-local, except
+  loop-invariant ones a later phase reads, which the loop exports;
+- a `let` reducing the loop axis writes one partial result per block into a `_parts`
+  tensor, reduced after the loop (accumulating into a temporary computes zeros on pypto
+  0.2.0); an output reducing it accumulates: the first iteration writes, the others and
+  the tail combine;
+- an output spanning the loop axis is assembled block by block.
+A matmul phase sets its cube tiles and runs one matmul, or one per M chunk of A's rows
+assembled into the result, or one per K chunk of both operands accumulating into the
+output (under a vector tile for the accumulation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ptodsl import ir
+from ptodsl.diagnostics import Span
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
+
+
+def materialise(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
+    assert kernel.schedule is not None, "tiling and loops run first"
+    phases = kernel.schedule.phases
+    program = ir.Program(
+        tuple(ir.PhaseCode(index, _phase(kernel, index)) for index in range(len(phases)))
+    )
+    return attrs.evolve(kernel, program=program)
+
+
+def _phase(kernel: ir.Kernel, index: int) -> tuple[ir.Instruction, ...]:
+    assert kernel.schedule is not None
+    phase = kernel.schedule.phases[index]
+    loop_name = f"{kernel.name}_phase{index}"
+    if phase.cube is not None:
+        return _cube_phase(kernel, phase, loop_name)
+    later_reads = _later_reads(kernel, index)
+    code: list[ir.Instruction] = [ir.SetVecTiles(phase.tile)]
+    loop = phase.loop
+    if loop is None:
+        return (*code, *_Block(kernel, phase, later_reads).instructions())
+    partials = {partial.statement: partial for partial in phase.partials}
+    for i in phase.statements:
+        stmt = kernel.body[i]
+        if not isinstance(stmt, ir.Let):
+            continue
+        value_type = stmt.value.type
+        if i in partials:
+            parts = ir.TensorType(partials[i].shape, value_type.dtype)
+            code.append(ir.Allocate(_parts(stmt.name), parts, stmt.span))
+        elif stmt.name in later_reads and value_type.shape[loop.axis] != 1:
+            code.append(ir.Allocate(stmt.name, value_type, stmt.span))
+    chunk, tail = _places(loop)
+    body = _Block(kernel, phase, later_reads, chunk, loop.axis)
+    tail_code: tuple[ir.Instruction, ...] = ()
+    if tail is not None:
+        if phase.tail_tile is not None and phase.tail_tile != phase.tile:
+            tail_code = (ir.SetVecTiles(phase.tail_tile),)
+        tail_code += _Block(kernel, phase, later_reads, tail, loop.axis).instructions()
+    code.append(_block_loop(loop_name, loop, body.instructions(), tail_code, body.exports()))
+    blocks = loop.count + (1 if loop.tail else 0)
+    for partial in phase.partials:
+        stmt = kernel.body[partial.statement]
+        reduction = stmt.value
+        assert isinstance(reduction, ir.Op) and isinstance(reduction.attrs, ir.Reduce)
+        parts_type = ir.TensorType(partial.shape, reduction.type.dtype)
+        combine = ir.Op(
+            reduction.op,
+            (ir.Ref(_parts(stmt.name), parts_type, stmt.span),),
+            reduction.type,
+            stmt.span,
+            attrs.evolve(reduction.attrs, axes=(loop.axis,), keepdim=True),
+        )
+        code += [
+            ir.Comment(f"{stmt.name}: the partial results of the {blocks} blocks, combined."),
+            ir.SetVecTiles(partial.tile),
+            ir.Assign(stmt.name, combine, stmt.span),
+        ]
+    return tuple(code)
+
+
+def _parts(name: str) -> str:
+    return f"{name}_parts"
+
+
+def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
+    assert kernel.schedule is not None
+    later = [i for p in kernel.schedule.phases[phase_index + 1 :] for i in p.statements]
+    return {
+        node.name
+        for index in later
+        for node in ir.walk(kernel.body[index].value)
+        if isinstance(node, ir.Ref)
+    }
+
+
+_INDEX, _OFFSET = "i", "offset"  # the loop's variables: block number, first index
+
+
+@attrs.frozen
+class _Place:
+    """Where one block lies along the loop axis: `rows` indices from `offset`, block number
+    `index` (the loop's variables inside the loop, constants for the tail after it);
+    `suffix` names its block-local values (`x_chunk`, `x_tail`)."""
+
+    suffix: str
+    rows: int
+    offset: ir.Index
+    index: ir.Index
+
+    @property
+    def in_loop(self) -> bool:
+        return self.offset == _OFFSET
+
+
+def _places(loop: ir.Loop) -> tuple[_Place, _Place | None]:
+    """The loop's blocks: any iteration's, and the tail's if the chunks leave one."""
+    chunk = _Place("chunk", loop.chunk, _OFFSET, _INDEX)
+    if not loop.tail:
+        return chunk, None
+    return chunk, _Place("tail", loop.tail, loop.count * loop.chunk, loop.count)
+
+
+def _block_loop(
+    name: str,
+    loop: ir.Loop,
+    body: tuple[ir.Instruction, ...],
+    tail: tuple[ir.Instruction, ...],
+    exports: tuple[str, ...] = (),
+) -> ir.BlockLoop:
+    return ir.BlockLoop(
+        name,
+        loop.axis,
+        loop.count,
+        loop.chunk,
+        body,
+        tail_size=loop.tail,
+        tail=tail,
+        exports=exports,
+        index=_INDEX,
+        offset=_OFFSET,
+    )
+
+
+def _looped(
+    name: str, loop: ir.Loop, block: Callable[[_Place], list[ir.Instruction]]
+) -> ir.BlockLoop:
+    """A loop whose body and tail are `block` at their places (a matmul phase's)."""
+    chunk, tail = _places(loop)
+    tail_code = () if tail is None else tuple(block(tail))
+    return _block_loop(name, loop, tuple(block(chunk)), tail_code)
+
+
+class _Block:
+    """The instructions of one vector phase's statements: over whole tensors (no `place`),
+    or on the block of the loop axis `axis` at `place`."""
+
+    def __init__(
+        self,
+        kernel: ir.Kernel,
+        phase: ir.Phase,
+        later_reads: set[str],
+        place: _Place | None = None,
+        axis: int = 0,
+    ):
+        self.kernel = kernel
+        self.phase = phase
+        self.later_reads = later_reads
+        self.place = place
+        self.axis = axis
+        self.output_rank = {t.name: len(t.kernel_shape) for t in kernel.outputs}
+        self.local: dict[str, str] = {}  # let name -> its name inside this block
+        self.exported: list[str] = []  # loop-invariant lets later phases read
+
+    def spans_rows(self, shape: tuple[int, ...]) -> bool:
+        """Whether a tensor of this shape is split by the loop (spans the loop axis)."""
+        return self.place is not None and shape[self.axis] != 1
+
+    def sized(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape with the loop axis cut to this block's extent."""
+        assert self.place is not None
+        rows = self.place.rows
+        return tuple(rows if axis == self.axis else size for axis, size in enumerate(shape))
+
+    def block_name(self, name: str) -> str:
+        assert self.place is not None
+        return f"{name}_{self.place.suffix}"
+
+    def offsets(self, rank: int, start: ir.Index) -> tuple[ir.Index, ...]:
+        return tuple(start if axis == self.axis else 0 for axis in range(rank))
+
+    def in_block(self, node: ir.Expr) -> ir.Expr:
+        """A node as this block computes it: tensors spanning the loop axis cut to the block
+        (an explicit expansion covers the block, not the axis), names block-local."""
+        spans = isinstance(node.type, ir.TensorType) and self.spans_rows(node.type.shape)
+        if spans:
+            node = attrs.evolve(
+                node, type=attrs.evolve(node.type, shape=self.sized(node.type.shape))
+            )
+            if isinstance(node, ir.Op) and node.op == "expand":
+                node = attrs.evolve(node, attrs=ir.Expand(node.type.shape))
+        if isinstance(node, ir.Ref) and node.name in self.local:
+            return attrs.evolve(node, name=self.local[node.name])
+        if isinstance(node, ir.Ref) and spans:
+            return attrs.evolve(node, name=self.block_name(node.name))
+        return node
+
+    def views(self, statements: list[ir.Stmt]) -> list[ir.Instruction]:
+        """Views of the block this block reads from tensors made outside the phase."""
+        made_here = {s.name for s in statements if isinstance(s, ir.Let)}
+        seen: dict[str, ir.TensorType] = {}
+        for stmt in statements:
+            for node in ir.walk(stmt.value):
+                if isinstance(node, ir.Ref) and node.name not in made_here:
+                    if isinstance(node.type, ir.TensorType) and self.spans_rows(node.type.shape):
+                        seen.setdefault(node.name, node.type)
+        return [
+            ir.View(
+                self.block_name(name),
+                name,
+                attrs.evolve(tensor, shape=self.sized(tensor.shape)),
+                self.offsets(tensor.rank, self.place.offset),
+            )
+            for name, tensor in seen.items()
+            if self.place is not None
+        ]
+
+    def instructions(self) -> tuple[ir.Instruction, ...]:
+        statements = [self.kernel.body[i] for i in self.phase.statements]
+        code = self.views(statements)
+        partials = {partial.statement for partial in self.phase.partials}
+        for index, stmt in zip(self.phase.statements, statements, strict=True):
+            value = ir.map_expr(stmt.value, self.in_block)
+            if isinstance(stmt, ir.Let):
+                code += self.let(stmt, value, index in partials)
+            else:
+                code += self.store(stmt, value)
+        return tuple(code)
+
+    def exports(self) -> tuple[str, ...]:
+        return tuple(self.exported)
+
+    def let(self, stmt: ir.Let, value: ir.Expr, partial: bool) -> list[ir.Instruction]:
+        if partial:
+            # One partial result per block, reduced once after the loop; accumulating into
+            # a temporary instead computes zeros on pypto 0.2.0.
+            assert self.place is not None
+            local = self.block_name(stmt.name)
+            offsets = self.offsets(stmt.value.type.rank, self.place.index)
+            return [
+                ir.Assign(local, value, stmt.span),
+                ir.Assemble(local, _parts(stmt.name), offsets),
+            ]
+        if not (self.spans_rows(stmt.value.type.shape) and stmt.name in self.later_reads):
+            self.local[stmt.name] = stmt.name
+            if self.place is not None and stmt.name in self.later_reads:
+                self.exported.append(stmt.name)
+            return [ir.Assign(stmt.name, value, stmt.span)]
+        # Read by a later phase: this block's rows go into the full-size temporary.
+        assert self.place is not None
+        local = self.block_name(stmt.name)
+        self.local[stmt.name] = local
+        offsets = self.offsets(stmt.value.type.rank, self.place.offset)
+        return [ir.Assign(local, value, stmt.span), ir.Assemble(local, stmt.name, offsets)]
+
+    def store(self, stmt: ir.Store, value: ir.Expr) -> list[ir.Instruction]:
+        if stmt.clone:
+            value = ir.Op("clone", (value,), value.type, value.span)
+        output = stmt.output
+        if self.place is None:
+            return [ir.StoreOutput(output, value, stmt.span)]
+        part = self.block_name(output)
+        code: list[ir.Instruction] = [ir.Assign(part, value, stmt.span)]
+        if self.spans_rows(stmt.value.type.shape):
+            offsets = self.offsets(self.output_rank[output], self.place.offset)
+            return [*code, ir.Assemble(part, output, offsets)]
+        # A reduction over the rows: each block adds its part to the output.
+        assert isinstance(stmt.value, ir.Op), "only a reduction leaves the loop axis"
+        return [*code, _accumulate(output, part, stmt.value.op, stmt.span, self.place)]
+
+
+def _accumulate(output: str, part: str, reduction: str, span: Span, place: _Place) -> ir.Accumulate:
+    """The loop's first iteration writes the part, the others and the tail combine
+    (accumulating into a temporary instead gives zeros on pypto 0.2.0)."""
+    first = _INDEX if place.in_loop else None
+    return ir.Accumulate(output, part, reduction, span, first_iteration=first)
+
+
+def _cube_phase(kernel: ir.Kernel, phase: ir.Phase, loop_name: str) -> tuple[ir.Instruction, ...]:
+    """A matmul phase: cube tiles, then one matmul, or one per chunk of M rows assembled
+    into the result (a tail block after the loop when the chunks do not divide), or one per
+    K chunk accumulating into the output."""
+    assert phase.cube is not None
+    (stmt,) = (kernel.body[i] for i in phase.statements)
+    matmul = stmt.value
+    assert isinstance(matmul, ir.Op) and isinstance(matmul.attrs, ir.Transposes)
+    code: list[ir.Instruction] = [ir.SetCubeTiles(*phase.cube)]
+    if phase.k_loop is not None:
+        assert isinstance(stmt, ir.Store), "the loops pass splits K only for an output"
+        return (*code, *_k_split(stmt, matmul, phase, loop_name))
+    loop = phase.loop
+    if loop is None:
+        if isinstance(stmt, ir.Let):
+            return (*code, ir.Assign(stmt.name, matmul, stmt.span))
+        return (*code, ir.StoreOutput(stmt.output, matmul, stmt.span))
+    result = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+    if isinstance(stmt, ir.Let):
+        code.append(ir.Allocate(result, matmul.type, stmt.span))
+    a, b = matmul.operands
+    assert isinstance(a, ir.Ref) and isinstance(a.type, ir.TensorType)
+    k_size = a.type.shape[0] if matmul.attrs.a_trans else a.type.shape[1]
+
+    def block(place: _Place) -> list[ir.Instruction]:
+        # M is axis 0 of A, or axis 1 when A is stored transposed.
+        rows = place.rows
+        if matmul.attrs.a_trans:
+            shape, at = (k_size, rows), (0, place.offset)
+        else:
+            shape, at = (rows, k_size), (place.offset, 0)
+        a_block = ir.Ref(f"{a.name}_{place.suffix}", attrs.evolve(a.type, shape=shape), a.span)
+        part = f"{result}_{place.suffix}"
+        product = attrs.evolve(
+            matmul,
+            operands=(a_block, b),
+            type=attrs.evolve(matmul.type, shape=(rows, matmul.type.shape[1])),
+        )
+        return [
+            ir.View(a_block.name, a.name, a_block.type, at),
+            ir.Assign(part, product, stmt.span),
+            ir.Assemble(part, result, (place.offset, 0)),
+        ]
+
+    return (*code, _looped(loop_name, loop, block))
+
+
+def _k_split(
+    stmt: ir.Store, matmul: ir.Op, phase: ir.Phase, loop_name: str
+) -> list[ir.Instruction]:
+    """K chunks of a long contraction; each partial product accumulates into the output,
+    on the vector cores under the loops pass's accumulation tile."""
+    a, b = matmul.operands
+    assert isinstance(a, ir.Ref) and isinstance(b, ir.Ref)
+    loop = phase.k_loop
+    assert loop is not None and phase.accumulate_tile is not None
+    m, n = matmul.type.shape
+
+    def k_slice(operand: ir.Ref, rows: int, k_first: bool, place: _Place) -> ir.View:
+        """A K-slice of an operand stored as [rows, K], or as [K, rows] when `k_first`."""
+        assert isinstance(operand.type, ir.TensorType)
+        if k_first:
+            shape, at = (place.rows, rows), (place.offset, 0)
+        else:
+            shape, at = (rows, place.rows), (0, place.offset)
+        name = f"{operand.name}_{place.suffix}"
+        return ir.View(name, operand.name, attrs.evolve(operand.type, shape=shape), at)
+
+    def block(place: _Place) -> list[ir.Instruction]:
+        a_view = k_slice(a, m, matmul.attrs.a_trans, place)
+        b_view = k_slice(b, n, not matmul.attrs.b_trans, place)
+        operands = (
+            ir.Ref(a_view.name, a_view.type, a.span),
+            ir.Ref(b_view.name, b_view.type, b.span),
+        )
+        part = f"{stmt.output}_{place.suffix}"
+        return [
+            a_view,
+            b_view,
+            ir.Assign(part, attrs.evolve(matmul, operands=operands), stmt.span),
+            _accumulate(stmt.output, part, "sum", stmt.span, place),
+        ]
+
+    return [
+        ir.SetVecTiles(phase.accumulate_tile, purpose="for the accumulation"),
+        _looped(loop_name, loop, block),
+    ]
