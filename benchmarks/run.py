@@ -8,17 +8,26 @@ One row per example (all of examples/ and examples/kernelbench/ by default), at 
   benchmarks/baselines/<kernel>.py, of ptodsl's default plan, and of the plan `ptodsl tune`
   picks within the budget (the winner passes `ptodsl check`; the user's tuning cache is left
   alone);
-- roofline: bytes the kernel must move (inputs, weights and outputs once) per simulated
-  second of the tuned plan, as a fraction of the simulated platform's DDR bandwidth
-  (ddr_rate bytes/cycle per AI core x AI cores x clock, from pypto's platform config).
-Prints a Markdown table. A full run takes about an hour on 2 cores.
+- official: the fastest of the modules in benchmarks/baselines/official/ written after pypto's
+  own example kernels (r0.2.0 examples/: their tiles and loops at this example's shapes), and
+  default/official; blank for examples no official kernel corresponds to. An official
+  pattern that cannot run at the row's dims is compared, with the default plan, at its
+  reduced dims (official.REDUCED_DIMS, else the CI dims), and the note says so;
+- rooflines of the tuned plan (benchmarks/roofline.py), each the fraction of the platform's
+  best the simulated time reaches, for the bytes the kernel must move (inputs, weights and
+  outputs once):
+  - DDR: the physical DDR bandwidth of the simulated chip, from pypto's platform file
+    (ddr_rate x AI cores x clock, about 1.42 TB/s), which the cost model never consults;
+  - copy model: the copy rate pypto's cost model charges, all vector cores copying through
+    UB-sized tiles (with matmuls, the cube cores' share of the copies too: `copy_model_seconds`);
+  - cube: for matmuls, 2·M·N·K FLOP against the cube peak of the platform file.
+  A fraction above 100% gets a note saying why.
+Prints a Markdown table and the formulas. A full run takes about an hour on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
-import configparser
-import importlib.util
 import math
 import statistics
 import sys
@@ -27,6 +36,9 @@ from pathlib import Path
 
 import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES
+from benchmarks.baselines import official
+from benchmarks.roofline import Platform, platform
+from ptodsl import ir
 from ptodsl.diagnostics import Source
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.simulator import SimulationError
@@ -35,20 +47,6 @@ from ptodsl.tuning import Cost, probe_cost, tune
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
 COMPILE_REPEATS = 21
-
-
-def platform_bandwidth_bytes_per_s() -> tuple[float, str]:
-    """Peak DDR bandwidth of the platform pypto simulates, and where the numbers came from."""
-    spec = importlib.util.find_spec("pypto")
-    assert spec is not None and spec.origin is not None
-    path = Path(spec.origin).parent / "lib" / "configs" / "A2A3.ini"
-    config = configparser.ConfigParser()
-    config.read(path)
-    rate = int(config["AICoreMemoryRates"]["ddr_rate"])  # bytes per cycle per AI core
-    cores = int(config["SoCInfo"]["ai_core_cnt"])
-    clock_hz = int(config["AICoreSpec"]["cube_freq"]) * 1e6
-    source = f"{path.name}: ddr_rate {rate} B/cycle x {cores} AI cores x {clock_hz / 1e6:g} MHz"
-    return rate * cores * clock_hz, source
 
 
 def compile_latency_ms(text: str, name: str) -> float:
@@ -61,47 +59,185 @@ def compile_latency_ms(text: str, name: str) -> float:
     return statistics.median(times) * 1e3
 
 
-def baseline_cost(lowered: Lowered) -> Cost | str:
-    """The hand-written module for this kernel, driven like ptodsl's own `ModelNew`, or why
-    it has no time."""
-    path = BASELINES / f"{lowered.checked.name}.py"
-    if not path.exists():
-        return "no baseline"
+def module_cost(lowered: Lowered, path: Path) -> Cost | str:
+    """A hand-written module for this kernel, driven like ptodsl's own `ModelNew`, or why it
+    has no time."""
     try:
         return probe_cost(lowered, module_path=path)
     except SimulationError as error:
         reason = str(error).splitlines()[0].removeprefix(f"simulating {path.name} failed: ")
-        return "baseline failed: " + (reason if len(reason) <= 60 else reason[:57] + "...")
+        return reason if len(reason) <= 60 else reason[:57] + "..."
 
 
-def moved_bytes(lowered: Lowered) -> int:
+def baseline_cost(lowered: Lowered) -> Cost | str:
+    path = BASELINES / f"{lowered.checked.name}.py"
+    if not path.exists():
+        return "no baseline"
+    cost = module_cost(lowered, path)
+    return cost if isinstance(cost, Cost) else "baseline failed: " + cost
+
+
+def official_cost(lowered: Lowered) -> tuple[Cost | None, str]:
+    """The fastest official-pattern module for this kernel and a note naming it (and the
+    other variants' times), or (None, why none ran)."""
+    costs = {
+        path.stem: module_cost(lowered, path) for path in official.variants(lowered.checked.name)
+    }
+    ran = {name: cost for name, cost in costs.items() if isinstance(cost, Cost)}
+    if not ran:
+        return None, "; ".join(f"official {name} failed: {why}" for name, why in costs.items())
+    best = min(ran, key=lambda name: ran[name].sim_time_us)
+    if len(costs) == 1:
+        return ran[best], ""
+    times = ", ".join(
+        f"{name.partition('__')[2] or name} "
+        + (f"{cost.sim_time_us:.2f}" if isinstance(cost, Cost) else f"failed ({cost})")
+        for name, cost in costs.items()
+    )
+    return ran[best], f"official: {times} us"
+
+
+def moved_bytes(lowered: Lowered) -> tuple[int, int]:
+    """Bytes read (inputs and weights) and written (outputs), each once."""
     checked = lowered.checked
-    tensors = (*checked.inputs, *checked.outputs)
-    return sum(math.prod(t.declared_shape) * t.type.dtype.itemsize for t in tensors)
+
+    def size(tensors) -> int:
+        return sum(math.prod(t.declared_shape) * t.type.dtype.itemsize for t in tensors)
+
+    return size(checked.inputs), size(checked.outputs)
 
 
-def measure(path: Path, budget: int, bandwidth: float) -> tuple[str, ...]:
+def matmul_flops(lowered: Lowered) -> int:
+    """2·M·N·K (times the batch) of every matmul in the spec."""
+    flops = 0
+    for node in _matmuls(lowered):
+        a = node.operands[0].type.shape
+        k = a[-2] if node.attrs.a_trans else a[-1]
+        flops += 2 * math.prod(node.type.shape) * k
+    return flops
+
+
+def _matmuls(lowered: Lowered) -> list[ir.Op]:
+    return [
+        node
+        for stmt in lowered.checked.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and node.op == "matmul"
+    ]
+
+
+def copy_model_seconds(lowered: Lowered, chip: Platform) -> float:
+    """The least time pypto's copy charges allow (Platform.model_copy_seconds): on the
+    vector cores for a kernel without matmuls; with matmuls, the longer of the cube cores'
+    share (operands in, products out, each once) and, when vector work follows, the vector
+    cores' (the products and the other inputs in, the outputs out)."""
+    read, written = moved_bytes(lowered)
+    matmuls = _matmuls(lowered)
+    if not matmuls:
+        return chip.model_copy_seconds(read, written, chip.vector_cores)
+
+    def nbytes(expr: ir.Expr) -> int:
+        return math.prod(expr.type.shape) * expr.type.dtype.itemsize
+
+    operands = sum(nbytes(o) for m in matmuls for o in m.operands)
+    products = sum(nbytes(m) for m in matmuls)
+    cube = chip.model_copy_seconds(operands, products, chip.cube_cores)
+    vector_work = any(
+        isinstance(node, ir.Op) and node.op not in ("matmul", "transpose")
+        for stmt in lowered.checked.body
+        for node in ir.walk(stmt.value)
+    )
+    if not vector_work:
+        return cube
+    vector = chip.model_copy_seconds(read - operands + products, written, chip.vector_cores)
+    return max(cube, vector)
+
+
+def has_rank_1(lowered: Lowered) -> bool:
+    """Whether the plan tiles or moves a rank-1 tensor, whose copies pypto charges as one
+    element."""
+    kernel = lowered.kernel
+    tensors = (*kernel.inputs, *kernel.outputs)
+    return any(len(p.tile) == 1 for p in kernel.schedule.phases) or any(
+        len(t.kernel_shape) == 1 for t in tensors
+    )
+
+
+def rooflines(lowered: Lowered, seconds: float, chip: Platform) -> tuple[str, str, str, str]:
+    """DDR, copy-model and cube fractions of `lowered` taking `seconds`, and a note for any
+    above 100%."""
+    read, written = moved_bytes(lowered)
+    flops = matmul_flops(lowered)
+    ddr = (read + written) / seconds / chip.ddr_bytes_per_s()
+    model = copy_model_seconds(lowered, chip) / seconds
+    cube = flops / seconds / chip.cube_flops_per_s() if flops else None
+    notes = []
+    if ddr > 1:
+        notes.append(
+            "DDR > 100%: the cost model has no shared DDR limit, each core's copies cost alone"
+        )
+    if model > 1:
+        why = (
+            "rank-1 tiles, whose copies pypto charges as one element"
+            if has_rank_1(lowered)
+            else "copies charged below UB-sized 2-D tiles' rate (unexpected: see roofline.py)"
+        )
+        notes.append(f"copy model > 100%: {why}")
+    if cube is not None and cube > 1:
+        notes.append("cube > 100%: pypto charges a cube op by its smallest operand, not by m·n·k")
+    return (
+        f"{ddr:.0%}",
+        f"{model:.0%}",
+        "" if cube is None else f"{cube:.0%}",
+        "; ".join(notes),
+    )
+
+
+def measure(path: Path, budget: int, chip: Platform) -> tuple[str, ...]:
     """One row. A baseline that fails at full shape (the rule book's norm tiles hit pypto
-    0.2.0's UB-spill bug in SIM) is compared at the scaled-down CI dims instead."""
+    0.2.0's UB-spill bug in SIM) is compared at the scaled-down CI dims instead; so is an
+    official pattern that fails at the row's dims, at its own reduced dims."""
     text = path.read_text(encoding="utf-8")
     latency = compile_latency_ms(text, path.name)
     dims = None
     source = Source(text, path.name)
     default = lower(source)
     baseline = baseline_cost(default)
-    note = ""
+    notes = []
     if isinstance(baseline, str) and path.stem in CI_DIMS:
         dims = CI_DIMS[path.stem]
-        note = f"at {', '.join(f'{k}={v}' for k, v in dims.items())} ({baseline} at full shape)"
+        notes.append(f"at {dims_text(dims)} ({baseline} at full shape)")
         default = lower(source, dims)
         baseline = baseline_cost(default)
     if isinstance(baseline, str):
-        note, baseline = baseline, None
+        notes.append(baseline)
+        baseline = None
     default_cost = probe_cost(default)
+    kernel = default.checked.name
+    official_us = versus = ""
+    if official.variants(kernel):
+        best, why = official_cost(default)
+        against = default_cost
+        reduced = official.REDUCED_DIMS.get(kernel) or CI_DIMS.get(path.stem)
+        if best is None and dims is None and reduced:
+            at_reduced = lower(source, reduced)
+            best, why_reduced = official_cost(at_reduced)
+            if best is not None:
+                against = probe_cost(at_reduced)
+                why = f"official and default/official at {dims_text(reduced)} ({why})" + (
+                    f"; {why_reduced}" if why_reduced else ""
+                )
+        if best is not None:
+            official_us = f"{best.sim_time_us:.2f}"
+            versus = f"{against.sim_time_us / best.sim_time_us:.2f}"
+        if why:
+            notes.append(why)
     tuned = tune(source, dims, budget=budget, store=False).best  # the user's cache stays
     assert tuned.cost is not None
     tuned_us = tuned.cost.sim_time_us
-    roofline = moved_bytes(default) / (tuned_us * 1e-6) / bandwidth
+    ddr, model, cube, roofline_note = rooflines(tuned.plan, tuned_us * 1e-6, chip)
+    if roofline_note:
+        notes.append(roofline_note)
 
     def ratio(value: float) -> str:
         return f"{value / baseline.sim_time_us:.2f}" if baseline else ""
@@ -114,10 +250,18 @@ def measure(path: Path, budget: int, bandwidth: float) -> tuple[str, ...]:
         f"{tuned_us:.2f}",
         ratio(default_cost.sim_time_us),
         ratio(tuned_us),
-        f"{roofline:.0%}",
+        official_us,
+        versus,
+        ddr,
+        model,
+        cube,
         tuned.plan.tuning.describe(),
-        note,
+        "; ".join(notes),
     )
+
+
+def dims_text(dims: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in dims.items())
 
 
 HEADER = (
@@ -128,7 +272,11 @@ HEADER = (
     "tuned us",
     "default/baseline",
     "tuned/baseline",
-    "roofline (tuned)",
+    "official us",
+    "default/official",
+    "DDR roofline (tuned)",
+    "copy-model roofline (tuned)",
+    "cube peak (tuned)",
     "tuned plan",
     "note",
 )
@@ -143,13 +291,16 @@ def main(argv: list[str]) -> int:
     unknown = [name for name in args.examples if name not in by_stem]
     if unknown:
         parser.error(f"unknown examples: {', '.join(unknown)}")
-    bandwidth, bandwidth_source = platform_bandwidth_bytes_per_s()
+    chip = platform()
     rows = [HEADER]
     for name in args.examples or sorted(by_stem):
-        rows.append(measure(by_stem[name], args.budget, bandwidth))
+        rows.append(measure(by_stem[name], args.budget, chip))
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print(markdown_table(HEADER, rows[1:]), end="")
-    print(f"\nDDR bandwidth {bandwidth / 1e12:.2f} TB/s ({bandwidth_source}).")
+    formulas = chip.describe()
+    print(f"\nDDR roofline: {formulas['physical']}.")
+    print(f"Copy-model roofline: {formulas['model']}.")
+    print(f"Cube peak: {formulas['cube']}.")
     return 0
 
 
