@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/ptodsl check examples/kernelbench/31_elu.pto
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -21,6 +21,7 @@ output (under a vector tile for the accumulation).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import attrs
@@ -43,8 +44,9 @@ def _phase(kernel: ir.Kernel, index: int) -> tuple[ir.Instruction, ...]:
     assert kernel.schedule is not None
     phase = kernel.schedule.phases[index]
     loop_name = f"{kernel.name}_phase{index}"
+    variables = _loop_variables(kernel)
     if phase.cube is not None:
-        return _cube_phase(kernel, phase, loop_name)
+        return _cube_phase(kernel, phase, loop_name, variables)
     later_reads = _later_reads(kernel, index)
     code: list[ir.Instruction] = [ir.SetVecTiles(phase.tile)]
     loop = phase.loop
@@ -61,14 +63,16 @@ def _phase(kernel: ir.Kernel, index: int) -> tuple[ir.Instruction, ...]:
             code.append(ir.Allocate(_parts(stmt.name), parts, stmt.span))
         elif stmt.name in later_reads and value_type.shape[loop.axis] != 1:
             code.append(ir.Allocate(stmt.name, value_type, stmt.span))
-    chunk, tail = _places(loop)
+    chunk, tail = _places(loop, variables)
     body = _Block(kernel, phase, later_reads, chunk, loop.axis)
     tail_code: tuple[ir.Instruction, ...] = ()
     if tail is not None:
         if phase.tail_tile is not None and phase.tail_tile != phase.tile:
             tail_code = (ir.SetVecTiles(phase.tail_tile),)
         tail_code += _Block(kernel, phase, later_reads, tail, loop.axis).instructions()
-    code.append(_block_loop(loop_name, loop, body.instructions(), tail_code, body.exports()))
+    code.append(
+        _block_loop(loop_name, loop, variables, body.instructions(), tail_code, body.exports())
+    )
     blocks = loop.count + (1 if loop.tail else 0)
     for partial in phase.partials:
         stmt = kernel.body[partial.statement]
@@ -105,7 +109,23 @@ def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
     }
 
 
-_INDEX, _OFFSET = "i", "offset"  # the loop's variables: block number, first index
+@attrs.frozen
+class _LoopVariables:
+    """The names of a loop's variables: its block number and the block's first index."""
+
+    index: str
+    offset: str
+
+
+def _loop_variables(kernel: ir.Kernel) -> _LoopVariables:
+    """`i` and `offset`, or `i2`, `offset2`, ... where the spec uses those names (einsum-style
+    dims `i`, `j`, `k` are welcome in a spec)."""
+
+    def free(name: str) -> str:
+        numbered = (f"{name}{n}" for n in itertools.count(2))
+        return next(c for c in itertools.chain((name,), numbered) if c not in kernel.spec_names)
+
+    return _LoopVariables(free("i"), free("offset"))
 
 
 @attrs.frozen
@@ -121,12 +141,12 @@ class _Place:
 
     @property
     def in_loop(self) -> bool:
-        return self.offset == _OFFSET
+        return isinstance(self.offset, str)
 
 
-def _places(loop: ir.Loop) -> tuple[_Place, _Place | None]:
+def _places(loop: ir.Loop, variables: _LoopVariables) -> tuple[_Place, _Place | None]:
     """The loop's blocks: any iteration's, and the tail's if the chunks leave one."""
-    chunk = _Place("chunk", loop.chunk, _OFFSET, _INDEX)
+    chunk = _Place("chunk", loop.chunk, variables.offset, variables.index)
     if not loop.tail:
         return chunk, None
     return chunk, _Place("tail", loop.tail, loop.count * loop.chunk, loop.count)
@@ -135,6 +155,7 @@ def _places(loop: ir.Loop) -> tuple[_Place, _Place | None]:
 def _block_loop(
     name: str,
     loop: ir.Loop,
+    variables: _LoopVariables,
     body: tuple[ir.Instruction, ...],
     tail: tuple[ir.Instruction, ...],
     exports: tuple[str, ...] = (),
@@ -148,18 +169,21 @@ def _block_loop(
         tail_size=loop.tail,
         tail=tail,
         exports=exports,
-        index=_INDEX,
-        offset=_OFFSET,
+        index=variables.index,
+        offset=variables.offset,
     )
 
 
 def _looped(
-    name: str, loop: ir.Loop, block: Callable[[_Place], list[ir.Instruction]]
+    name: str,
+    loop: ir.Loop,
+    variables: _LoopVariables,
+    block: Callable[[_Place], list[ir.Instruction]],
 ) -> ir.BlockLoop:
     """A loop whose body and tail are `block` at their places (a matmul phase's)."""
-    chunk, tail = _places(loop)
+    chunk, tail = _places(loop, variables)
     tail_code = () if tail is None else tuple(block(tail))
-    return _block_loop(name, loop, tuple(block(chunk)), tail_code)
+    return _block_loop(name, loop, variables, tuple(block(chunk)), tail_code)
 
 
 class _Block:
@@ -293,11 +317,13 @@ class _Block:
 def _accumulate(output: str, part: str, reduction: str, span: Span, place: _Place) -> ir.Accumulate:
     """The loop's first iteration writes the part, the others and the tail combine
     (accumulating into a temporary instead gives zeros on pypto 0.2.0)."""
-    first = _INDEX if place.in_loop else None
+    first = place.index if place.in_loop else None
     return ir.Accumulate(output, part, reduction, span, first_iteration=first)
 
 
-def _cube_phase(kernel: ir.Kernel, phase: ir.Phase, loop_name: str) -> tuple[ir.Instruction, ...]:
+def _cube_phase(
+    kernel: ir.Kernel, phase: ir.Phase, loop_name: str, variables: _LoopVariables
+) -> tuple[ir.Instruction, ...]:
     """A matmul phase: cube tiles, then one matmul, or one per chunk of M rows assembled
     into the result (a tail block after the loop when the chunks do not divide), or one per
     K chunk accumulating into the output."""
@@ -308,7 +334,7 @@ def _cube_phase(kernel: ir.Kernel, phase: ir.Phase, loop_name: str) -> tuple[ir.
     code: list[ir.Instruction] = [ir.SetCubeTiles(*phase.cube)]
     if phase.k_loop is not None:
         assert isinstance(stmt, ir.Store), "the loops pass splits K only for an output"
-        return (*code, *_k_split(stmt, matmul, phase, loop_name))
+        return (*code, *_k_split(stmt, matmul, phase, loop_name, variables))
     loop = phase.loop
     if loop is None:
         if isinstance(stmt, ir.Let):
@@ -341,11 +367,11 @@ def _cube_phase(kernel: ir.Kernel, phase: ir.Phase, loop_name: str) -> tuple[ir.
             ir.Assemble(part, result, (place.offset, 0)),
         ]
 
-    return (*code, _looped(loop_name, loop, block))
+    return (*code, _looped(loop_name, loop, variables, block))
 
 
 def _k_split(
-    stmt: ir.Store, matmul: ir.Op, phase: ir.Phase, loop_name: str
+    stmt: ir.Store, matmul: ir.Op, phase: ir.Phase, loop_name: str, variables: _LoopVariables
 ) -> list[ir.Instruction]:
     """K chunks of a long contraction; each partial product accumulates into the output,
     on the vector cores under the loops pass's accumulation tile."""
@@ -382,5 +408,5 @@ def _k_split(
 
     return [
         ir.SetVecTiles(phase.accumulate_tile, purpose="for the accumulation"),
-        _looped(loop_name, loop, block),
+        _looped(loop_name, loop, variables, block),
     ]

@@ -2,9 +2,10 @@
 
 After `align_axes` every tensor spans all iteration axes, at full size or size 1. Adjacent
 axes on which every tensor (inputs, outputs, every intermediate) has the same pattern
-merge into one: a pure elementwise kernel becomes 1-D (PyPTO pattern A), `x[B, C, H, W] *
+merge into one: a pure elementwise kernel becomes [rows, cols] (PyPTO pattern A), `x[B, C, H, W] *
 w[1, C, 1, 1]` becomes `[B, C, H*W] * [1, C, 1]`, and `sum(x, axis=[2, 3])` reduces one
-merged `H*W` axis. Axes of size 1 everywhere drop out. `forward` does the reshapes.
+merged `H*W` axis. Axes of size 1 everywhere drop out. A frame never merges below two
+axes (`at_least_two_axes`). `forward` does the reshapes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ptodsl import ir
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS, matmul_operands
+from ptodsl.target import Target
 
 
 def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]:
@@ -50,15 +52,81 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
     return groups or [[0]]
 
 
+def at_least_two_axes(
+    groups: list[list[int]], full: tuple[int, ...], target: Target
+) -> list[list[int]]:
+    """A frame that merged to one axis keeps two: PyPTO 0.2.0's cost model charges a rank-1
+    tile's copy as one element whatever its size, so a 1-D plan would win in simulation
+    what it would not win on hardware. The merged axis splits before the shortest run of
+    trailing axes that fills a contiguous burst (the same bytes, contiguous, as a 2-D tensor
+    [rows, cols]), else before its last axis, so that a loop can still split the rows; a
+    single axis gets a leading axis of size 1 (an empty group)."""
+    if len(groups) != 1:
+        return groups
+    (group,) = groups
+    burst = target.min_contiguous_bytes // 4  # elements of the widest dtype
+    for split in range(len(group) - 1, 0, -1):
+        if math.prod(full[axis] for axis in group[split:]) >= burst:
+            return [group[:split], group[split:]]
+    if len(group) > 1:
+        return [group[:-1], group[-1:]]
+    return [[], group]
+
+
+def _matmuls(kernel: ir.Kernel) -> list[ir.Op]:
+    return [
+        node
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and node.op == "matmul"
+    ]
+
+
+def _by_matrix(matmul: ir.Op) -> bool:
+    """`[..., M, K] @ [K, N]` with leading axes: one matmul of all of A's rows."""
+    a, b = matmul.operands
+    return a.type.rank > 2 and b.type.rank == 2
+
+
+def _cube_groups(kernel: ir.Kernel, shapes: list[tuple[int, ...]]) -> list[list[int]]:
+    """A matmul result keeps its rows and columns apart (the cube needs them) and a batch
+    axis apart from both; the leading axes of a tensor-by-matrix product merge into its rows,
+    as its first operand's do, so the cube sees one [rows, K] @ [K, N]."""
+    rank = len(shapes[0])
+    matmuls = _matmuls(kernel)
+    by_matrix = [m for m in matmuls if _by_matrix(m)]
+    if not by_matrix:
+        return [[axis] for axis in range(rank)]
+    rows = list(range(rank - 1))
+    full = [max(shape[axis] for shape in shapes) for axis in rows]
+    for shape in shapes:
+        if len({shape[axis] == 1 for axis in rows if full[axis] != 1}) > 1:
+            raise SpecError(
+                "the leading axes of a tensor-by-matrix product must merge into its rows, but "
+                f"a value of shape {list(shape)} broadcasts along some of them only",
+                by_matrix[0].span,
+                note="broadcast over all of the product's leading axes, or none",
+            )
+    if len(by_matrix) != len(matmuls) or any(m.type.rank != rank for m in by_matrix):
+        raise SpecError(
+            "a tensor-by-matrix product shares its kernel with another matmul or a wider "
+            "value; ptodsl cannot lay out both",
+            by_matrix[0].span,
+            note="compute it in a kernel of its own",
+        )
+    return [rows, [rank - 1]]
+
+
 def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     target = ctx.target
     opaque = matmul_operands(kernel)
     shapes = _tensor_shapes(kernel, opaque)
+    # The first operands of tensor-by-matrix products: viewed as [rows, K] by `forward`.
+    row_merged = {m.operands[0].name for m in _matmuls(kernel) if _by_matrix(m)}
     if opaque:
-        # A matmul result keeps its rows and columns apart: the cube needs them.
-        groups = [[axis] for axis in range(len(shapes[0]))]
+        groups = _cube_groups(kernel, shapes)
     else:
-        groups = axis_groups(shapes)
+        groups = at_least_two_axes(axis_groups(shapes), shapes[0], target)
     if len(groups) > target.max_rank:
         raise SpecError(
             f"this kernel still has {len(groups)} axes after merging; PyPTO handles "
@@ -72,6 +140,11 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         return tuple(math.prod(shape[axis] for axis in group) for group in groups)
 
     def merged(node: ir.Expr) -> ir.Expr:
+        if isinstance(node, ir.Ref) and node.name in row_merged:
+            rows = math.prod(node.type.shape[:-1])
+            return attrs.evolve(
+                node, type=attrs.evolve(node.type, shape=(rows, node.type.shape[-1]))
+            )
         if not isinstance(node.type, ir.TensorType) or (
             isinstance(node, ir.Ref) and node.name in opaque
         ):
@@ -90,8 +163,15 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             for group in groups
         )
 
+    def row_merged_dims(tensor: ir.Tensor) -> tuple[tuple[ir.DimFactor, ...], ...]:
+        return (tuple(d for dims in tensor.kernel_dims[:-1] for d in dims), tensor.kernel_dims[-1])
+
     inputs = tuple(
-        t if t.name in opaque else attrs.evolve(t, kernel_dims=merged_dims(t))
+        attrs.evolve(t, kernel_dims=row_merged_dims(t))
+        if t.name in row_merged
+        else t
+        if t.name in opaque
+        else attrs.evolve(t, kernel_dims=merged_dims(t))
         for t in kernel.inputs
     )
     outputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.outputs)

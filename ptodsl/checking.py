@@ -59,8 +59,20 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
         # Close enough that norms of differences stay comparable (triplet margins matter),
         # apart enough that swapping two inputs changes every result.
         values = torch.randn(shape, generator=generator, dtype=torch.float64)
+        values = _scale_along_every_axis(values, generator)
         values = values * (1.0 + 0.05 * index) + 0.05 * index * (-1) ** index
     return values.to(TORCH_DTYPES[tensor.type.dtype])
+
+
+def _scale_along_every_axis(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Multiplies in a scale per index of every axis (0.75 to 1.25): sums along any axis then
+    depend on where they are, not only on the distribution. With plain randn every row of
+    4096 has a norm close to 64, and a kernel computing sqrt(sum(x / x)) instead of
+    sqrt(sum(x * x)) passes."""
+    for axis, extent in enumerate(values.shape):
+        scales = 0.75 + 0.5 * torch.rand(extent, generator=generator, dtype=torch.float64)
+        values.mul_(scales.reshape([extent if a == axis else 1 for a in range(values.dim())]))
+    return values
 
 
 def _signs(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:

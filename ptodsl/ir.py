@@ -322,6 +322,14 @@ class Kernel:
         return next(i for i in self.inputs if i.name == name)
 
     @property
+    def spec_names(self) -> frozenset[str]:
+        """Every name the spec declares (dims, params, tensors, lets): generated code keeps
+        them as written and names its own variables around them."""
+        names = {d.name for d in self.dims} | {p.name for p in self.params}
+        names |= {t.name for t in (*self.inputs, *self.outputs)}
+        return frozenset(names | {s.name for s in self.body if isinstance(s, Let)})
+
+    @property
     def init_params(self) -> tuple[Param, ...]:
         """`ModelNew.__init__`'s arguments, in declaration order."""
         return tuple(p for p in self.params if not p.forward)

@@ -39,8 +39,9 @@ WEIGHT_INITS = ("ones", "zeros")
 MAX_DECLARED_RANK = 4
 
 # Names the generated module defines or imports; a spec name equal to one would shadow it.
+# (Loop variables are not among them: materialise names them around the spec's names.)
 GENERATED_NAMES = frozenset(
-    "pypto torch os math functools importlib self super kernel i offset ModelNew".split()
+    "pypto torch os math functools importlib self super kernel ModelNew".split()
 )
 GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel")
 # PyPTO's shape size (elements of one tensor) must not exceed INT32_MAX.
@@ -415,8 +416,8 @@ class _TypeChecker:
                 node.span,
                 note="bind other values to outputs of a kernel of their own",
             )
-        if operand.type.rank not in (2, 3):
-            raise SpecError(f"matmul takes 2-D or 3-D tensors, not {operand.type}", node.span)
+        if operand.type.rank not in (2, 3, 4):
+            raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
         if transposed and operand.type.rank != 2:
             raise SpecError("`.T` transposes 2-D tensors only", node.span)
         return operand, transposed
@@ -428,8 +429,17 @@ class _TypeChecker:
             a_shape = a_shape[::-1]
         if b_trans:
             b_shape = b_shape[::-1]
-        if len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]:
-            raise SpecError(f"matmul batch shapes differ: {a.type} and {b.type}", node.span)
+        # [..., M, K] @ [K, N] is one matmul of A's rows, its leading axes merged (merge_axes).
+        by_matrix = len(b_shape) == 2 and not a_trans
+        if not by_matrix and (len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]):
+            raise SpecError(
+                f"matmul batch shapes differ: {a.type} and {b.type}",
+                node.span,
+                note="a batched matmul takes two [B, M, K] @ [B, K, N]; a tensor of any rank "
+                "up to 4 multiplies a [K, N] matrix",
+            )
+        if len(a_shape) == 4 and len(b_shape) == 4:
+            raise SpecError(f"a batched matmul is 3-D, not {a.type}", node.span)
         if a_shape[-1] != b_shape[-2]:
             raise SpecError(
                 f"matmul contracts {a_shape[-1]} with {b_shape[-2]}: {list(a_shape)} @ "

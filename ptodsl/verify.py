@@ -15,8 +15,9 @@ Every stage:
 After `legalize`: every tensor op is a form the target supports (or a layout op).
 After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
-order, a vector tile has its phase's rank and fits the target's tile budget (its last axis
-may exceed a short row: reductions round it up to PyPTO's 32-byte alignment).
+order, a vector tile has its phase's rank, at least 2 (the cost model undercharges rank-1
+copies), and fits the target's tile budget (its last axis may exceed a short row:
+reductions round it up to PyPTO's 32-byte alignment).
 After `loops`: every loop covers its axis exactly (count x chunk + tail), a matmul's M loop
 its rows and a K loop the contraction.
 After `materialise`: every phase of the schedule has its instructions, in order, and
@@ -226,6 +227,10 @@ class _Verifier:
                 self.fail(f"phase {number}: tile {list(phase.tile)} for shape {list(phase.shape)}")
             elif any(t < 1 for t in phase.tile):
                 self.fail(f"phase {number}: empty tile {list(phase.tile)}")
+            elif len(phase.tile) < 2:
+                # pypto 0.2.0 charges a rank-1 copy as one element: such a plan's simulated
+                # time would not hold on hardware.
+                self.fail(f"phase {number}: rank-1 tile {list(phase.tile)}")
             if math.prod(phase.tile) > self.target.max_tile_elements:
                 self.fail(f"phase {number}: tile {list(phase.tile)} exceeds the tile budget")
         if self.looped:

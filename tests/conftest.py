@@ -26,8 +26,22 @@ CI_DIMS = {
     "35_group_norm": {"H": 32, "W": 32},
     "36_rms_norm": {"H": 32, "W": 32},
     "40_layer_norm": {"H": 32, "W": 32},
-    "instance_norm": {"H": 32, "W": 32},
-    "frobenius_norm": {"H": 32, "W": 32},
+    "34_instance_norm": {"H": 32, "W": 32},
+    "37_frobenius_norm": {"H": 32, "W": 32},
+    # KernelBench's large matmuls, scaled keeping their tails and K loops
+    "2_standard_matmul": {"M": 256, "K": 1024, "N": 512},
+    "4_matrix_vector_multiply": {"M": 64, "K": 70000},
+    "6_matmul_large_k": {"M": 64, "N": 64, "K": 70000},
+    "7_matmul_small_k": {"M": 1024, "N": 1024},
+    "8_matmul_irregular_shapes": {"M": 821, "K": 295, "N": 592},
+    "9_tall_skinny_matmul": {"M": 2048},
+    "10_3d_tensor_matrix_multiply": {"N": 4, "M": 200, "K": 512},
+    # i and l share the size 256, so the problem's constants scale both alike (--dim's rule)
+    "11_4d_tensor_matrix_multiply": {"b": 2, "i": 64, "j": 64, "l": 64},
+    "12_matmul_diagonal": {"N": 1024, "M": 1024},
+    "13_matmul_symmetric": {"N": 1024},
+    "16_matmul_transposed_a": {"M": 256, "K": 1024, "N": 512},
+    "18_matmul_transposed_both": {"M": 256, "K": 1024, "N": 512},
 }
 
 

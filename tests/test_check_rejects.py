@@ -124,3 +124,32 @@ def test_a_kernel_returning_another_dtype_or_shape_fails(suffix, problem, tmp_pa
     report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, RETURN, RETURN + suffix))
     assert not report.ok
     assert problem in report.outputs[0].problem
+
+
+TENSOR_BY_MATRIX = """kernel tensor_by_matrix
+dims N = 3, M = 100, K = 64, L = 48
+input A: f32[N, M, K]
+input B: f32[K, L]
+output C: f32[N, M, L]
+C = A @ B
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the merged rows read back with the leading axes swapped
+        ("return C.reshape((3, 100, 48))", "return C.reshape((100, 3, 48)).transpose(0, 1)"),
+        # the last chunk of rows never computed (a tail the loop forgot)
+        ("pypto.loop(0, 2, 1,", "pypto.loop(0, 1, 1,"),
+        # A handed over as [K, rows] memory: every product row mixes samples
+        ("A.contiguous().reshape(300, 64)", "A.transpose(0, 1).contiguous().reshape(300, 64)"),
+    ],
+    ids=["leading_axes_swapped", "rows_chunk_missing", "rows_mixed"],
+)
+def test_a_tensor_by_matrix_product_with_its_rows_wrong_fails(old, new, tmp_path):
+    spec = compiled(TENSOR_BY_MATRIX)
+    assert run_check(spec).ok
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0

@@ -64,6 +64,10 @@ CASES = {
     "list_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = [x]\n",
     "transpose": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\ny = x.T\n",
     "matmul": HEADER + "input x: f32[M, N]\noutput y: f32[M, M]\ny = x @ x\n",
+    "matmul_matrix_by_tensor": HEADER + "input a: f32[M, N]\ninput b: f32[M, N, M]\n"
+    "output y: f32[M, M, M]\ny = a @ b\n",
+    "matmul_rows_half_broadcast": HEADER + "input a: f32[M, M, N]\ninput b: f32[N, M]\n"
+    "input s: f32[M, 1, 1]\noutput y: f32[M, M, M]\ny = (a @ b) * s\n",
     "comparison_outside_where": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x > 0\n",
     "axis_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[M]\ny = sum(x, axis=2)\n",
     "axis_repeated": HEADER + "input x: f32[M, N]\noutput y: f32[]\ny = sum(x, axis=[1, -1])\n",

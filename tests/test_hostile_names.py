@@ -7,6 +7,7 @@ import ast
 import math
 
 import pytest
+from conftest import ruff_check
 
 import ptodsl
 from ptodsl.diagnostics import SpecError
@@ -21,8 +22,8 @@ HOSTILE = [
     "__init__", "__class__", "__name__", "__builtins__",
     # the generated module's imports and helpers
     "pypto", "torch", "os", "math", "functools", "importlib", "_expect", "_run_mode",
-    "ModelNew", "make_k_kernel", "k_kernel", "x_kernel", "self", "super", "kernel", "i",
-    "offset", "x_chunk", "x_tail", "scalar_0", "_t0", "_r1",
+    "ModelNew", "make_k_kernel", "k_kernel", "x_kernel", "self", "super", "kernel",
+    "x_chunk", "x_tail", "scalar_0", "_t0", "_r1",
 ]  # fmt: skip
 # Non-ASCII look-alikes never lex as names: Cyrillic a/o/e, fullwidth x, dotless i.
 LOOK_ALIKES = ["\u0430", "x\u043e", "\u0435ps", "\uff58", "\u0131", "x\u200b"]
@@ -60,6 +61,35 @@ def test_hostile_name_is_a_located_error(kind, name):
     assert any(s < error.span.column <= s + len(name) for s in starts), error.render()
     assert error.span.line >= name_position(text, name)[0], error.render()
     assert "hostile.pto:" in error.render() and "error:" in error.render()
+
+
+LOOPED = """kernel k
+dims i = 4096, offset = 16384
+param i2: f32 = 2.0
+input x: f32[i, offset]
+output y: f32[i]
+y = sum(x * i2, axis=1)
+"""
+
+
+def test_loop_variables_give_way_to_the_specs_names(tmp_path):
+    """Einsum-style names (`i`, `j`, `l`) are the user's: the loop's variables take others."""
+    source = ptodsl.compile(LOOPED, name="looped.pto").source
+    assert 'for i3 in pypto.loop(0, 2, 1, name="k_phase0", idx_name="i3"):' in source
+    assert "offset2 = i3 * 2048" in source
+    assert "i, offset = 4096, 16384" in source and "x * i2" in source
+    path = tmp_path / "looped.py"
+    path.write_text(source)
+    assert ruff_check(path).returncode == 0
+
+
+def test_ambiguous_names_are_kept_and_the_module_still_passes_ruff(tmp_path):
+    text = "kernel k\ndims l = 4, O = 8\nparam I: f32 = 2.0\ninput x: f32[l, O]\n"
+    source = ptodsl.compile(text + "output y: f32[l, O]\ny = x * I\n", name="l.pto").source
+    assert "# ruff: noqa: E741 (the spec's names `I`, `O`, `l` are kept as written)" in source
+    path = tmp_path / "ambiguous.py"
+    path.write_text(source)
+    assert ruff_check(path).returncode == 0, ruff_check(path).stdout
 
 
 # The kernel's name only appears inside `make_<name>_kernel`: generated suffixes are safe.

@@ -42,6 +42,7 @@ FUNCTIONS = {
 # result, so swapping its max for a min is not a wrong kernel.
 SHIFT_INVARIANT = ("pypto.amax(", "pypto.amin(")
 LOOP_OFFSET = re.compile(r"^(\s*offset = i \* )(\d+)$")
+UNIT = re.compile(r"-?1\.0(?![\d.e])")
 FLOAT = re.compile(r"(?<![\w.])(\d+\.\d*(?:e-?\d+)?)")
 # Lines of the kernel body that only lay out work (tiles, loops, views) are not mutated:
 # changing them leaves the computation the same or stops it from compiling.
@@ -110,6 +111,8 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
             for match in re.finditer(re.escape(old), line):
                 if any(line[match.end() :].startswith(shift) for shift in shifts):
                     continue
+                if old in (" * ", " / ") and UNIT.match(line, match.end()):
+                    continue  # x * -1.0 is x / -1.0: the same kernel, not a mutant
                 what = f"line {index + 1}: {old.strip()} -> {new.strip()}"
                 structural.append((what, replaced(lines, index, *match.span(), new)))
         for match in FLOAT.finditer(line):

@@ -141,16 +141,16 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
     span = parts.kernel.body[0].span
     f32 = ir.DType.F32
     # a block-local name read after its loop, which does not export it
-    s_chunk = ir.Ref("s_chunk", ir.TensorType((1,), f32), span)
+    s_chunk = ir.Ref("s_chunk", ir.TensorType((1, 1), f32), span)
     combine = parts.code(0)[6]
     local = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(s_chunk,)))
     parts.broken(parts.with_code(0, replace(parts.code(0), 6, local)), "reads `s_chunk` before")
     # a name read as another type than it was defined with
-    misread = ir.Ref("s_parts", ir.TensorType((4,), f32), span)
+    misread = ir.Ref("s_parts", ir.TensorType((4, 1), f32), span)
     wrong = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(misread,)))
     parts.broken(
         parts.with_code(0, replace(parts.code(0), 6, wrong)),
-        r"reads `s_parts` as f32\[4\], defined as f32\[3\]",
+        r"reads `s_parts` as f32\[4, 1\], defined as f32\[3, 1\]",
     )
     # an expression that is not well typed at the block's size
     body = parts.loop(0).body
@@ -161,7 +161,7 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
     parts.broken(parts.with_code(0, rebinds), "binds `x`, a kernel tensor")
     # a loop variable outside its loop
     tail = parts.loop(0).tail
-    outside = attrs.evolve(tail[1], offsets=("offset",))
+    outside = attrs.evolve(tail[1], offsets=("offset", 0))
     parts.broken(parts.with_loop(0, tail=replace(tail, 1, outside)), "`offset` is not a variable")
     # an export the blocks do not bind
     parts.broken(parts.with_loop(0, exports=("a",)), "exports `a`, which a block of it")
@@ -173,23 +173,23 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
 def test_the_verifier_catches_broken_views_assembles_and_coverage():
     parts = Materialised(PARTS)
     tail = parts.loop(0).tail  # [SetVecTiles, View x_tail, Assign, Assemble t, Assign, Assemble]
-    past_the_end = attrs.evolve(tail[1], offsets=(2800,))
+    past_the_end = attrs.evolve(tail[1], offsets=(49, 0))
     parts.broken(
         parts.with_loop(0, tail=replace(tail, 1, past_the_end)),
-        r"view `x_tail` of `x`: \[416\] at \[2800\] exceeds \[3200\]",
+        r"view `x_tail` of `x`: \[2, 64\] at \[49, 0\] exceeds \[50, 64\]",
     )
     body = parts.loop(0).body  # [View, Assign t_chunk, Assemble t, Assign s_chunk, Assemble]
-    too_long = attrs.evolve(body[0], type=ir.TensorType((1900,), ir.DType.F32))
+    too_long = attrs.evolve(body[0], type=ir.TensorType((30, 64), ir.DType.F32))
     parts.broken(
-        parts.with_loop(0, body=replace(body, 0, too_long)), r"\[1900\] at \[1392\] exceeds"
+        parts.with_loop(0, body=replace(body, 0, too_long)), r"\[30, 64\] at \[24, 0\] exceeds"
     )
-    outside = attrs.evolve(tail[5], offsets=(3,))
+    outside = attrs.evolve(tail[5], offsets=(3, 0))
     parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `s_parts`: .* exceeds")
-    overlapping = attrs.evolve(tail[3], offsets=(2780,))
-    parts.broken(parts.with_loop(0, tail=replace(tail, 3, overlapping)), "overlaps in `t` at 2780")
+    overlapping = attrs.evolve(tail[3], offsets=(47, 0))
+    parts.broken(parts.with_loop(0, tail=replace(tail, 3, overlapping)), "overlaps in `t` at 47")
     # an output left partly unwritten
     y_tail = parts.loop(1).tail
-    parts.broken(parts.with_loop(1, tail=y_tail[:-1]), "assembles `y` up to 2784 of 3200")
+    parts.broken(parts.with_loop(1, tail=y_tail[:-1]), "assembles `y` up to 48 of 50")
     parts.broken(parts.with_code(1, parts.code(1)[:1]), "output `y` is never written whole")
     # a temporary never assembled, and so read before it is written
     unassembled = attrs.evolve(parts.loop(0), body=replace(body, 2), tail=replace(tail, 3))
@@ -201,10 +201,10 @@ def test_the_verifier_catches_broken_views_assembles_and_coverage():
 def test_the_verifier_catches_broken_loops_tiles_and_accumulations():
     parts = Materialised(PARTS)
     parts.broken(parts.with_loop(0, chunk=1000), "is not its phase's planned loop")
-    parts.broken(parts.with_loop(0, tail=()), "has a tail of 416 but 0 tail instructions")
+    parts.broken(parts.with_loop(0, tail=()), "has a tail of 2 but 0 tail instructions")
     parts.broken(parts.with_loop(0, offset="i"), "variables shadow a name")
     parts.broken(parts.with_code(1, parts.code(1)[1:]), "vector work runs before vector tiles")
-    too_big = ir.SetVecTiles((1024,))
+    too_big = ir.SetVecTiles((16, 64))
     parts.broken(parts.with_code(1, replace(parts.code(1), 0, too_big)), "exceeds the tile budget")
 
     total = Materialised(TOTAL)
@@ -217,7 +217,7 @@ def test_the_verifier_catches_broken_loops_tiles_and_accumulations():
     whole_block = attrs.evolve(accumulate, part="x_chunk")
     total.broken(
         total.with_loop(0, body=replace(body, 2, whole_block)),
-        r"accumulates f32\[2560\] into output `y` of f32\[1\]",
+        r"accumulates f32\[5, 512\] into output `y` of f32\[1, 1\]",
     )
     no_combine = attrs.evolve(accumulate, reduction="exp")
     total.broken(total.with_loop(0, body=replace(body, 2, no_combine)), "no combine rule")

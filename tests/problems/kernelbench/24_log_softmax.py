@@ -1,0 +1,24 @@
+# KernelBench level 1 #24 (v0 shapes), written for ptodsl's tests.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(x, dim=self.dim)
+
+
+batch_size = 16
+dim = 16384
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,39 @@
+"""pypto 0.2.0's cost model charges a rank-1 tile's copy as one element whatever its size
+(pypto-0.2.0.md, "Rank-1 flaw"). ptodsl never plans a rank-1 tile, so the cost it reports,
+tunes on and benchmarks charges every copy by its bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptodsl.diagnostics import Source
+from ptodsl.passes import merge_axes
+from ptodsl.pipeline import lower
+from ptodsl.tuning import probe_cost
+
+# The same 1 MiB of f32, declared 1-D and 2-D.
+ONE_D = "kernel k\ndims N = 262144\ninput x: f32[N]\noutput y: f32[N]\ny = x + 1.0\n"
+TWO_D = "kernel k\ndims R = 16, C = 16384\ninput x: f32[R, C]\noutput y: f32[R, C]\ny = x + 1.0\n"
+
+
+def simulated_us(text: str) -> float:
+    return probe_cost(lower(Source(text, "k.pto"))).sim_time_us
+
+
+def test_a_1d_and_a_2d_kernel_of_the_same_bytes_cost_alike():
+    one_d, two_d = simulated_us(ONE_D), simulated_us(TWO_D)
+    assert one_d == pytest.approx(two_d, rel=0.05)
+
+
+def test_a_flattened_plan_would_profit_from_the_flaw(monkeypatch):
+    """Why the frame keeps two axes: merged to 1-D, the same kernel simulates faster."""
+    honest = simulated_us(TWO_D)
+    monkeypatch.setattr(merge_axes, "at_least_two_axes", lambda groups, full, target: groups)
+    flattened = simulated_us(TWO_D)
+    assert flattened < 0.85 * honest
+
+
+def test_no_plan_has_a_rank_1_tile():
+    for text in (ONE_D, TWO_D):
+        (phase,) = lower(Source(text, "k.pto")).kernel.schedule.phases
+        assert len(phase.tile) == 2
