@@ -19,6 +19,7 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 # The reductions PyPTO computes itself (mean, var, ... are legalized into them first).
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
+SCANS = tuple(op.name for op in ops.of_kind(ops.Kind.SCAN))
 _BROADCASTING = (ops.Kind.ARITHMETIC, ops.Kind.ELEMENTWISE, ops.Kind.COMPARISON, ops.Kind.SELECT)
 Frame = list[int]  # an axis id per dimension of a tensor
 
@@ -96,9 +97,11 @@ class _Aligner:
                 if node.attrs.keepdim
                 else [axis for position, axis in enumerate(operand) if position not in axes]
             )
+        elif node.op in SCANS:
+            frame = self.frame(node.operands[0])  # the same axes, `axis` running along one
         elif ops.lookup(node.op).kind in _BROADCASTING:
             frame = self.broadcast(node)
-        else:  # a scan or window treated as elementwise would be a wrong kernel, not an error
+        else:  # a window treated as elementwise would be a wrong kernel, not an error
             raise ops.UnknownOp(f"align_axes cannot lay out op `{node.op}`")
         self.frames[id(node)] = frame
         self.keep.append(node)
@@ -211,6 +214,11 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             reduced = {find(operand_frame[axis]) for axis in node.attrs.axes}
             axes = tuple(position for position, axis in enumerate(order) if axis in reduced)
             rebuilt = attrs.evolve(rebuilt, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
+        if node.op in SCANS:
+            scanned = find(aligner.frame(node.operands[0])[node.attrs.axis])
+            rebuilt = attrs.evolve(
+                rebuilt, attrs=attrs.evolve(node.attrs, axis=order.index(scanned))
+            )
         return rebuilt
 
     body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)

@@ -228,6 +228,22 @@ def _logsumexp(node: ir.Op) -> ir.Expr:
     return ir.op("add", log_total, peak, span=node.span)
 
 
+def _scan_variant(node: ir.Op) -> ir.Expr:
+    """PyPTO runs the inclusive running total from the start; the others follow from it and
+    the axis's total: exclusive = prefix - x, reverse = total - prefix + x,
+    reverse exclusive = total - prefix. (Flipping the axis would need a reversed view.)"""
+    (operand,) = node.operands
+    axis = node.attrs.axis
+    prefix = attrs.evolve(node, attrs=ir.Scan(axis))
+    if not node.attrs.reverse:
+        return ir.op("sub", prefix, operand, span=node.span)
+    total = _reduce("sum", operand, (axis,), True, node)
+    suffix = ir.op("sub", total, prefix, span=node.span)
+    if node.attrs.exclusive:
+        return suffix
+    return ir.op("add", suffix, operand, span=node.span)
+
+
 RULES: dict[str, Rule] = {
     "mean(t)": _mean,
     "var(t)": _var,
@@ -246,6 +262,9 @@ RULES: dict[str, Rule] = {
     "clamp(t,s,s)": _clamp,
     "expm1(t)": _expm1,
     "erf(t)": _erf,
+    "cumsum[exclusive](t)": _scan_variant,
+    "cumsum[reverse](t)": _scan_variant,
+    "cumsum[reverse,exclusive](t)": _scan_variant,
     **{f"{name}(s,t)": _mirrored_comparison for name in _MIRRORED},
 }
 

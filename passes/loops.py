@@ -18,7 +18,13 @@ from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.chain_reductions import chain_axes
-from ptodsl.passes.tiling import auto_tiles, ceil_div, choose_tile, reduction_aligned
+from ptodsl.passes.tiling import (
+    auto_tiles,
+    ceil_div,
+    choose_tile,
+    reduction_aligned,
+    scanned_axes,
+)
 from ptodsl.target import Target
 
 
@@ -66,6 +72,11 @@ def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
     )
 
 
+def unsplittable_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
+    """A loop splits neither an axis the phase reduces nor one a scan runs along."""
+    return reduced_axes(kernel, phase) | scanned_axes(kernel, phase.statements)
+
+
 def _reduces_loop_axis(stmt: ir.Stmt, loop: ir.Loop) -> bool:
     return loop.axis in chain_axes(stmt.value)
 
@@ -75,7 +86,7 @@ def _split_after_loop_reductions(
 ) -> list[ir.Phase]:
     """A value reduced over the loop axis is complete only after the loop: statements of
     the phase that come after it run in a phase of their own (with a loop of its own)."""
-    loop = plan_loop(phase.shape, phase.tile, target, reduced_axes(kernel, phase))
+    loop = plan_loop(phase.shape, phase.tile, target, unsplittable_axes(kernel, phase))
     if loop is None:
         return [phase]
     for position, index in enumerate(phase.statements[:-1]):
@@ -150,8 +161,8 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
             phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop, accumulate_tile=accumulate))
             continue
         for phase in _split_after_loop_reductions(kernel, whole, target):
-            reduced = reduced_axes(kernel, phase)
-            loop = plan_loop(phase.shape, phase.tile, target, reduced, tuning.loop_count)
+            unsplittable = unsplittable_axes(kernel, phase)
+            loop = plan_loop(phase.shape, phase.tile, target, unsplittable, tuning.loop_count)
             if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
                 raise SpecError(
                     f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles "

@@ -14,10 +14,10 @@ import math
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-from ptodsl.passes.align_axes import REDUCTIONS, matmul_operands
+from ptodsl.passes.align_axes import REDUCTIONS, SCANS, matmul_operands
 from ptodsl.target import Target
 
 
@@ -50,6 +50,23 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
             groups.append([axis])
         previous = pattern
     return groups or [[0]]
+
+
+def _scan_axes_apart(groups: list[list[int]], scanned: set[int]) -> list[list[int]]:
+    """A running total along a merged axis would run across rows: every scanned axis is a
+    group of its own (the axes before and after it may still merge among themselves)."""
+    apart: list[list[int]] = []
+    for group in groups:
+        run: list[int] = []
+        for axis in group:
+            if axis in scanned:
+                apart += [part for part in (run, [axis]) if part]
+                run = []
+            else:
+                run.append(axis)
+        if run:
+            apart.append(run)
+    return apart
 
 
 def at_least_two_axes(
@@ -126,7 +143,11 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     if opaque:
         groups = _cube_groups(kernel, shapes)
     else:
-        groups = at_least_two_axes(axis_groups(shapes), shapes[0], target)
+        groups = at_least_two_axes(
+            _scan_axes_apart(axis_groups(shapes), ops.scanned_axes(s.value for s in kernel.body)),
+            shapes[0],
+            target,
+        )
     if len(groups) > target.max_rank:
         raise SpecError(
             f"this kernel still has {len(groups)} axes after merging; PyPTO handles "
@@ -154,6 +175,12 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             reduced = set(node.attrs.axes)
             axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
+        if isinstance(node, ir.Op) and node.op in SCANS:
+            at = [i for i, group in enumerate(groups) if node.attrs.axis in group]
+            if not at:  # an axis of size 1, dropped: the running total is the value itself
+                assert not node.attrs.variant, "legalize leaves only plain scans"
+                return node.operands[0]
+            node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=at[0]))
         return node
 
     def merged_dims(tensor: ir.Tensor) -> tuple[tuple[ir.DimFactor, ...], ...]:

@@ -13,7 +13,7 @@ import math
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.target import PYPTO_0_2_0, Target
@@ -40,6 +40,7 @@ def choose_tile(
     itemsize: int,
     target: Target = PYPTO_0_2_0,
     last_axis_max: int | None = None,
+    balance_last: bool = True,
 ) -> tuple[int, ...]:
     budget = target.max_tile_elements
     align = max(1, target.reduce_align_bytes // itemsize)
@@ -52,7 +53,7 @@ def choose_tile(
             break
     last = len(shape) - 1
     return tuple(
-        _balanced(size, t, align if axis == last else 1)
+        t if axis == last and not balance_last else _balanced(size, t, align if axis == last else 1)
         for axis, (size, t) in enumerate(zip(shape, tile, strict=True))
     )
 
@@ -176,6 +177,10 @@ def _reduced_axis_first_cap(
     return max(MIN_ROW_BYTES // itemsize, budget // reduced_extent)
 
 
+def scanned_axes(kernel: ir.Kernel, statements: tuple[int, ...] | list[int]) -> frozenset[int]:
+    return ops.scanned_axes(kernel.body[index].value for index in statements)
+
+
 def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """Groups consecutive statements into phases and gives each a tile for its shape;
     `tuning` may shrink the tile budget or cap the last axis."""
@@ -202,7 +207,18 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
             kernel, indexes, shape, itemsize, target.max_tile_elements
         )
-        tile = choose_tile(shape, itemsize, target, last_axis_cap)
+        scanned = scanned_axes(kernel, indexes)
+        phase_target = target
+        if scanned:  # the tiles scans were measured to run with: see Target's scan limits
+            budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
+            phase_target = attrs.evolve(target, max_tile_elements=budget)
+        if len(shape) - 1 in scanned:
+            scan_cap = target.max_scan_last_axis_tile
+            last_axis_cap = min(last_axis_cap or scan_cap, scan_cap)
+        # a scanned last axis is not balanced: (16, 840) or (16, 960) tiles fail
+        tile = choose_tile(
+            shape, itemsize, phase_target, last_axis_cap, balance_last=len(shape) - 1 not in scanned
+        )
         row_reductions = _row_reductions(kernel, indexes)
         if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:
             budget = min(target.spill_safe_tile_elements, target.max_tile_elements)

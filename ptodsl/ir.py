@@ -113,6 +113,21 @@ class AlongKeep(Along):
 
 
 @attrs.frozen
+class Scan(Along):
+    """A running total along `axis`: from the end when `reverse`, each element's own term
+    left out when `exclusive` (torch.cumsum is neither)."""
+
+    reverse: bool = False
+    exclusive: bool = False
+
+    @property
+    def variant(self) -> str:
+        """Part of the op's form (`cumsum[reverse](t)`): PyPTO runs only the plain scan."""
+        flags = [name for name in ("reverse", "exclusive") if getattr(self, name)]
+        return f"[{','.join(flags)}]" if flags else ""
+
+
+@attrs.frozen
 class Transposes:
     """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -30,6 +30,7 @@ class Kind(enum.Enum):
     SELECT = "select"  # where(cond, a, b)
     REDUCTION = "reduction"  # reduces `axes`; `keepdim` keeps them as size 1
     AXIS = "axis"  # a whole-axis function: softmax, log_softmax, logsumexp
+    SCAN = "scan"  # a running total along `axis`: never merged with or split across others
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -258,6 +259,24 @@ def _logsumexp_bound(t, operands, attributes):
     if keepdim:
         return value, scale
     return value.squeeze(axis), scale.squeeze(axis)
+
+
+def _cumsum_bound(t, operands, attributes):
+    """A plain scan rounds like the sum of its prefix: cumsum(s_a + |a|). The other forms
+    are computed from the whole axis's total (legalize: total - prefix), so each element
+    may carry the rounding of the total: sum(s_a + |a|) along the axis."""
+    (a,) = operands
+    axis = attributes.axis
+    terms = a.scale + a.value.abs()
+    value = a.value.flip(axis) if attributes.reverse else a.value
+    value = t.cumsum(value, dim=axis)
+    if attributes.exclusive:
+        value = value - (a.value.flip(axis) if attributes.reverse else a.value)
+    if attributes.reverse:
+        value = value.flip(axis)
+    if attributes.variant:
+        return value, t.sum(terms, dim=axis, keepdim=True).expand(value.shape) + value.abs()
+    return value, t.cumsum(terms, dim=axis)
 
 
 def _matmul_bound(t, operands, attributes):
@@ -542,6 +561,25 @@ _OPS = [
         attributes=ir.AlongKeep,
         bound=_logsumexp_bound,
     ),
+    # ---- scans ---------------------------------------------------------------------------
+    OpDef(
+        "cumsum",
+        Kind.SCAN,
+        1,
+        spec="cumsum",
+        torch={
+            "cumsum(t)": "torch.cumsum({0}, dim={axis})",
+            **{
+                f"cumsum{variant}(t)": "_scan({0}, {axis}, reverse={reverse}, "
+                "exclusive={exclusive})"
+                for variant in ("[reverse]", "[exclusive]", "[reverse,exclusive]")
+            },
+        },
+        pypto="pypto.cumsum({0}, {axis})",
+        native="t",
+        attributes=ir.Scan,
+        bound=_cumsum_bound,
+    ),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -584,6 +622,16 @@ def spellings(dialect: str) -> dict[str, str]:
     return table
 
 
+def scanned_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
+    """The axes the scans among these expressions run along: no pass may merge or split one."""
+    return frozenset(
+        node.attrs.axis
+        for value in values
+        for node in ir.walk(value)
+        if isinstance(node, ir.Op) and lookup(node.op).kind is Kind.SCAN
+    )
+
+
 def native_forms() -> frozenset[str]:
     """Every form PyPTO 0.2.0 runs natively (`sub(t,s)`); the others are legalized."""
     return frozenset(f"{op.name}({kinds})" for op in _OPS for kinds in op.native.split())
@@ -597,6 +645,7 @@ _REQUIRED = {
     Kind.SELECT: ("spec", "torch", "pypto"),
     Kind.REDUCTION: ("spec", "torch", "attributes"),
     Kind.AXIS: ("spec", "torch", "attributes"),
+    Kind.SCAN: ("spec", "torch", "pypto", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
@@ -606,7 +655,12 @@ _REQUIRED = {
 _SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL)
 
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
-_ATTRIBUTE_FAMILY = {Kind.REDUCTION: ir.Reduce, Kind.AXIS: ir.Along, Kind.MATMUL: ir.Transposes}
+_ATTRIBUTE_FAMILY = {
+    Kind.REDUCTION: ir.Reduce,
+    Kind.AXIS: ir.Along,
+    Kind.SCAN: ir.Scan,
+    Kind.MATMUL: ir.Transposes,
+}
 
 
 def _validate() -> None:

@@ -3,6 +3,8 @@ that it shares no rewrite, layout or tiling decision with the PyPTO kernel it ju
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from ptodsl import __version__, ir, ops
@@ -22,13 +24,30 @@ def _batchmean(x):
     return torch.sum(x) / x.shape[0]
 '''
 
+_SCAN = '''
+def _scan(x, axis, reverse, exclusive):
+    """torch.cumsum along `axis`: from the end when `reverse`, each element's own term left
+    out when `exclusive`."""
+    if reverse:
+        x = torch.flip(x, [axis])
+    running = torch.cumsum(x, dim=axis)
+    if exclusive:
+        first = torch.zeros_like(running.narrow(axis, 0, 1))
+        running = torch.cat([first, running.narrow(axis, 0, x.shape[axis] - 1)], dim=axis)
+    return torch.flip(running, [axis]) if reverse else running
+'''
 
-def _uses_op(kernel: ir.Kernel, name: str) -> bool:
+
+def _uses(kernel: ir.Kernel, wanted: Callable[[ir.Op], bool]) -> bool:
     return any(
-        isinstance(node, ir.Op) and node.op == name
+        isinstance(node, ir.Op) and wanted(node)
         for stmt in kernel.body
         for node in ir.walk(stmt.value)
     )
+
+
+def _scan_variant(node: ir.Op) -> bool:
+    return isinstance(node.attrs, ir.Scan) and bool(node.attrs.variant)
 
 
 def _explicit_transposes(node: ir.Expr) -> ir.Expr:
@@ -75,7 +94,8 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         *(["import math", ""] if uses_math(kernel) else []),
         "import torch",
         "",
-        *([*_BATCHMEAN.splitlines(), ""] if _uses_op(kernel, "batchmean") else []),
+        *([*_BATCHMEAN.splitlines(), ""] if _uses(kernel, lambda op: op.op == "batchmean") else []),
+        *([*_SCAN.splitlines(), ""] if _uses(kernel, _scan_variant) else []),
         "",
         f"def reference({signature}):",
     ]

@@ -14,8 +14,11 @@ from ptodsl import ir, ops
 
 
 def form(node: ir.Op) -> str:
+    """`sub(t,s)`: the op, a variant its attributes select (`cumsum[reverse]`), and whether
+    each operand is a tensor or a scalar."""
     kinds = ",".join("s" if ir.is_scalar(operand) else "t" for operand in node.operands)
-    return f"{node.op}({kinds})"
+    variant = node.attrs.variant if isinstance(node.attrs, ir.Scan) else ""
+    return f"{node.op}{variant}({kinds})"
 
 
 @attrs.frozen
@@ -32,6 +35,12 @@ class Target:
     # InstanceNorm at [1024, 65536]); tiles of this many elements pass (InstanceNorm,
     # BatchNorm, GroupNorm at full size).
     spill_safe_tile_elements: int
+    # cumsum along the last axis fails pypto 0.2.0's OoOSchedule pass with a last-axis tile
+    # of 2048 or more ([128, 4000] with tiles (8, 2048), (4, 4096), (1, 4000)). Beside a row
+    # sum (a reverse scan), tiles of 1024 x 16 rows fail too, and balanced last-axis tiles
+    # ((16, 840), (16, 960), (16, 500) on [48, 2500]) fail pypto's tile verification: a scan
+    # phase takes the spill-safe budget and exactly this last-axis tile, measured to run.
+    max_scan_last_axis_tile: int
     max_inner_axis: int  # a matmul operand's contracted (inner) axis is below this
     cube_align: int  # cube tile extents are multiples of this (a fractal block)
     l0_operand_bytes: int  # L0A and L0B: the m·k and n·k tiles
@@ -55,6 +64,7 @@ PYPTO_0_2_0 = Target(
     min_contiguous_bytes=1024,
     reduce_align_bytes=32,
     spill_safe_tile_elements=8192,
+    max_scan_last_axis_tile=1024,
     max_inner_axis=65535,  # "inner axis must be less than 65535" for ND operands
     cube_align=16,
     l0_operand_bytes=64 * 1024,

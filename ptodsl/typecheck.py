@@ -23,7 +23,9 @@ EXTREMA = {spec: name for spec, name in _REDUCING.items() if spec in BINARY_FUNC
 REDUCTIONS = {spec: name for spec, name in _REDUCING.items() if spec not in EXTREMA} | {
     "prod": "prod"
 }
-AXIS_FUNCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.AXIS))
+# softmax(x, axis=a) and cumsum(x, axis=a, reverse=..., exclusive=...) work along one axis.
+AXIS_FUNCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.AXIS, ops.Kind.SCAN))
+SCANS = tuple(op.spec for op in ops.of_kind(ops.Kind.SCAN))
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
@@ -543,11 +545,12 @@ class _TypeChecker:
             return int(node.value)
         raise SpecError("an axis is an integer literal or an `int` param", node.span)
 
-    def keepdim(self, argument: s.Keyword | None) -> bool:
+    def flag(self, argument: s.Keyword | None) -> bool:
+        """A keyword that is `true` or `false` (keepdim, reverse, ...); absent: false."""
         if argument is None:
             return False
         if not isinstance(argument.value, s.Bool):
-            raise SpecError("keepdim is `true` or `false`", argument.value.span)
+            raise SpecError(f"{argument.name} is `true` or `false`", argument.value.span)
         return argument.value.value
 
     def tensor_operand(self, node: s.Call) -> ir.Expr:
@@ -558,7 +561,7 @@ class _TypeChecker:
             )
         operand = self.expr(node.args[0])
         if not isinstance(operand.type, ir.TensorType):
-            raise SpecError(f"`{node.func}` reduces a tensor, not a scalar", node.args[0].span)
+            raise SpecError(f"`{node.func}` takes a tensor, not a scalar", node.args[0].span)
         return operand
 
     def reduction(self, node: s.Call) -> ir.Expr:
@@ -573,7 +576,7 @@ class _TypeChecker:
         operand = self.tensor_operand(node)
         tensor_type = operand.type
         axes = self.axes(keywords.get("axis"), tensor_type.rank, node.func)
-        keepdim = self.keepdim(keywords.get("keepdim"))
+        keepdim = self.flag(keywords.get("keepdim"))
         shape = reduced_shape(tensor_type.shape, axes, keepdim)
         attributes = ir.Reduce(axes, keepdim)
         if node.func == "var":
@@ -600,7 +603,11 @@ class _TypeChecker:
         return int(value.value)
 
     def axis_function(self, node: s.Call) -> ir.Expr:
-        allowed = ("axis", "keepdim") if node.func == "logsumexp" else ("axis",)
+        allowed = ("axis",)
+        if node.func == "logsumexp":
+            allowed = ("axis", "keepdim")
+        elif node.func in SCANS:
+            allowed = ("axis", "reverse", "exclusive")
         keywords = self.keywords(node, allowed)
         operand = self.tensor_operand(node)
         if "axis" not in keywords:
@@ -612,9 +619,12 @@ class _TypeChecker:
         attributes = ir.Along(axis)
         shape = operand.type.shape
         if node.func == "logsumexp":
-            keepdim = self.keepdim(keywords.get("keepdim"))
+            keepdim = self.flag(keywords.get("keepdim"))
             attributes = ir.AlongKeep(axis, keepdim)
             shape = reduced_shape(shape, (axis,), keepdim)
+        elif node.func in SCANS:
+            reverse, exclusive = (self.flag(keywords.get(k)) for k in ("reverse", "exclusive"))
+            attributes = ir.Scan(axis, reverse, exclusive)
         return ir.Op(
             node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
         )

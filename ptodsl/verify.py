@@ -11,15 +11,17 @@ Every stage:
   `isolate_reductions` does to reduce straight into the output);
 - an elementwise op's shape is its operands' broadcast shape, with one dtype;
 - a reduction's shape follows from its operand, its axes (within the operand's rank,
-  sorted, distinct) and keepdim; a matmul's from its operands and transpose flags.
+  sorted, distinct) and keepdim; a matmul's from its operands and transpose flags; a scan
+  has its operand's type and runs along one of its axes.
 After `legalize`: every tensor op is a form the target supports (or a layout op).
 After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
 order, a vector tile has its phase's rank, at least 2 (the cost model undercharges rank-1
 copies), and fits the target's tile budget (its last axis may exceed a short row:
-reductions round it up to PyPTO's 32-byte alignment).
+reductions round it up to PyPTO's 32-byte alignment), and a scan along the last axis keeps
+that axis's tile within the target's scan limit.
 After `loops`: every loop covers its axis exactly (count x chunk + tail), a matmul's M loop
-its rows and a K loop the contraction.
+its rows and a K loop the contraction; no loop splits an axis a scan runs along.
 After `materialise`: every phase of the schedule has its instructions, in order, and
 - every name an instruction reads is defined earlier in its scope (the kernel's tensors and
   scalars, earlier instructions of its block or of an enclosing one, the loop's `i` and
@@ -151,6 +153,8 @@ class _Verifier:
             self.reduction(node, where)
         elif kind is ops.Kind.MATMUL:
             self.matmul(node, where)
+        elif kind is ops.Kind.SCAN:
+            self.scan(node, where)
 
     def elementwise(self, node: ir.Op, tensors: list[ir.TensorType], where: str) -> None:
         shape: tuple[int, ...] | None = ()
@@ -163,6 +167,13 @@ class _Verifier:
         dtypes = {t.dtype for t in tensors[1 if node.op == "where" else 0 :]}
         if len(dtypes) > 1:
             self.fail(f"{where}: `{node.op}` mixes dtypes")
+
+    def scan(self, node: ir.Op, where: str) -> None:
+        (operand,) = node.operands
+        if operand.type != node.type:
+            self.fail(f"{where}: `{node.op}` of {operand.type} has type {node.type}")
+        elif not 0 <= node.attrs.axis < operand.type.rank:
+            self.fail(f"{where}: `{node.op}` along axis {node.attrs.axis} of {operand.type}")
 
     def reduction(self, node: ir.Op, where: str) -> None:
         (operand,) = node.operands
@@ -233,6 +244,12 @@ class _Verifier:
                 self.fail(f"phase {number}: rank-1 tile {list(phase.tile)}")
             if math.prod(phase.tile) > self.target.max_tile_elements:
                 self.fail(f"phase {number}: tile {list(phase.tile)} exceeds the tile budget")
+            scanned = ops.scanned_axes(self.kernel.body[i].value for i in phase.statements)
+            cap = self.target.max_scan_last_axis_tile
+            if len(phase.tile) - 1 in scanned and phase.tile[-1] > cap:
+                self.fail(f"phase {number}: a scan along a last-axis tile above {cap}")
+            if self.looped and phase.loop is not None and phase.loop.axis in scanned:
+                self.fail(f"phase {number}: the loop splits axis {phase.loop.axis}, a scan's")
         if self.looped:
             for loop in (phase.loop, phase.k_loop):
                 if loop is None:

@@ -207,6 +207,14 @@ class _Builder:
             )
             if len(denominator.shape) == rank:
                 value = _Value(f"{value.text} / {reduced}", shape, False)
+        # A scan draws from a stream of its own: the specs without one stay as they were.
+        scan_rng = random.Random(seed * 7919 + 1)
+        if scan_rng.random() < 0.2 and value.shape:
+            axis = scan_rng.randrange(len(value.shape))
+            flags = "".join(
+                f", {flag}=true" for flag in ("reverse", "exclusive") if scan_rng.random() < 0.4
+            )
+            value = _Value(f"cumsum({value.text}, axis={axis}{flags})", value.shape, False)
         if rng.random() < 0.3:
             statements.append(f"let t = {value.text}")
             value = _Value("t", value.shape, value.positive)

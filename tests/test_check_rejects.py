@@ -11,6 +11,7 @@ import pytest
 
 import ptodsl
 from ptodsl.checking import run_check
+from ptodsl.simulator import SimulationError
 
 
 def compiled(text: str, dims=None):
@@ -153,3 +154,53 @@ def test_a_tensor_by_matrix_product_with_its_rows_wrong_fails(old, new, tmp_path
     report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+SCAN = """kernel running_total
+dims R = 48, C = 2500
+input x: f32[R, C]
+output y: f32[R, C]
+y = cumsum(x, axis=1, reverse=true)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # along the other axis
+        ("pypto.cumsum(x, 1)", "pypto.cumsum(x, 0)"),
+        # each element's own term left out (exclusive for inclusive): off by one place
+        ("_r0 - pypto.cumsum(x, 1) + x", "_r0 - pypto.cumsum(x, 1)"),
+        # the running total from the start instead of from the end
+        ("_r0 - pypto.cumsum(x, 1) + x", "pypto.cumsum(x, 1)"),
+        # the total of the wrong axis beside the scan
+        ("pypto.sum(x, 1, keepdim=True)", "pypto.sum(x, 0, keepdim=True)"),
+    ],
+    ids=["other_axis", "exclusive", "forward", "total_of_other_axis"],
+)
+def test_a_wrong_scan_fails(old, new, tmp_path):
+    spec = compiled(SCAN)
+    try:
+        report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    except SimulationError as error:  # pypto's own verification stopped it: no PASS either
+        assert "FAILED" in str(error)
+        return
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_a_scan_restarted_per_tile_fails(tmp_path):
+    """A scan split across blocks without carrying the running total (what a loop over the
+    scanned axis would compute): each 1250-column half starts again from 0."""
+    spec = compiled(SCAN.replace("reverse=true", "reverse=false"))
+    assert run_check(spec).ok
+    restarted = (
+        "        left = pypto.cumsum(pypto.view(x, [48, 1250], [0, 0]), 1)\n"
+        "        right = pypto.cumsum(pypto.view(x, [48, 1250], [0, 1250]), 1)\n"
+        "        pypto.assemble(left, [0, 0], y)\n"
+        "        pypto.assemble(right, [0, 1250], y)\n"
+    )
+    path = wrong_kernel(tmp_path, spec, "        y[:] = pypto.cumsum(x, 1)\n", restarted)
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert report.outputs[0].mismatched >= 48 * 1250 // 2

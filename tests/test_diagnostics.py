@@ -81,6 +81,14 @@ CASES = {
     "softmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = softmax(x)\n",
     "softmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = softmax(x, axis=[0, 1])\n",
+    "cumsum_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cumsum(x)\n",
+    "cumsum_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = cumsum(x, axis=[0, 1])\n",
+    "cumsum_flag_not_bool": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = cumsum(x, axis=1, reverse=1)\n",
+    "cumsum_keepdim": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = cumsum(x, axis=1, keepdim=true)\n",
+    "cumsum_of_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[]\ny = cumsum(a, axis=0)\n",
     "reduced_shape_mismatch": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
     "y = sum(x, axis=1)\n",
     "unknown_function": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = gelu(x)\n",

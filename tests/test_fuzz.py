@@ -66,6 +66,7 @@ NAMES = [
     "rsqrt", "abs", "sigmoid", "tanh", "relu", "reciprocal", "log1p", "expm1", "max", "min",
     "pow", "clamp", "where", "sum", "mean", "var", "prod", "batchmean", "log_softmax",
     "logsumexp", "axis", "keepdim", "correction", "T", "print", "class", "_x", "x_chunk",
+    "cumsum", "reverse", "exclusive",
 ]  # fmt: skip
 NUMBERS = [
     "0", "1", "2", "4", "8", "7", "16384", "0.0", "1.0", "0.5", "1e-5", "3.14", "1e38",
@@ -126,6 +127,8 @@ def expressions(draw, depth=3):
                 f"var({inner}, axis=0, correction=1)",
                 f"softmax({inner}, axis=1)",
                 f"logsumexp({inner}, axis=0, keepdim=true)",
+                f"cumsum({inner}, axis=1)",
+                f"cumsum({inner}, axis=0, reverse=true, exclusive=true)",
                 f"clamp({inner}, min={other})",
                 f"clamp({inner}, {other}, 1.0)",
                 f"where({inner} > {other}, {inner}, {other})",

@@ -77,7 +77,7 @@ def test_loop_variables_give_way_to_the_specs_names(tmp_path):
     source = ptodsl.compile(LOOPED, name="looped.pto").source
     assert 'for i3 in pypto.loop(0, 2, 1, name="k_phase0", idx_name="i3"):' in source
     assert "offset2 = i3 * 2048" in source
-    assert "i, offset = 4096, 16384" in source and "x * i2" in source
+    assert "i, offset = 4096, 16384" in source and "x_chunk * i2" in source
     path = tmp_path / "looped.py"
     path.write_text(source)
     assert ruff_check(path).returncode == 0

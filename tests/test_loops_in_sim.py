@@ -23,6 +23,8 @@ CASES = {
     "40_layer_norm": {"N": 7, "C": 2, "H": 8, "W": 64},  # row reductions inside the loop
     "23_softmax": {"batch_size": 13, "dim": 512},
     "99_triplet_margin_loss": {"batch_size": 10, "dim": 512},
+    "89_cumsum": {"batch_size": 13, "n": 512},  # rows looped, never the scanned axis
+    "91_cumsum_reverse": {"batch_size": 11, "n": 300},  # a row total beside the scan
 }
 
 

@@ -1,5 +1,6 @@
 """Mutation test of `ptodsl check`: one-token mutants of every example's generated kernel
-(an operator, a PyPTO function or a float constant changed) must all fail the check.
+(an operator, a PyPTO function, a scan's axis or a float constant changed) must all fail
+the check.
 
 CI runs two mutants per example, picked by a fixed seed: one that changes an operator or a
 function, one that changes a constant (where the kernel has one).
@@ -86,6 +87,19 @@ def softmax_shifts(lines: list[str]) -> set[str]:
     return shifts
 
 
+def scan_axes(line: str) -> list[tuple[int, int]]:
+    """(start, end) of the axis argument of every `pypto.cumsum(value, axis)` call."""
+    spans = []
+    for match in re.finditer(re.escape("pypto.cumsum("), line):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(line[end], 0)
+            end += 1
+        comma = line.rindex(", ", match.end(), end - 1)
+        spans.append((comma + 2, end - 1))
+    return spans
+
+
 def replaced(lines: list[str], index: int, start: int, end: int, new: str) -> str:
     line = lines[index]
     return "".join([*lines[:index], line[:start] + new + line[end:], *lines[index + 1 :]])
@@ -105,6 +119,10 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
     shifts = softmax_shifts(lines)
     for index in kernel_lines(source):
         line = lines[index]
+        for start, end in scan_axes(line):  # the running total along another axis
+            other = "1" if line[start:end] == "0" else "0"
+            what = f"line {index + 1}: scan axis {line[start:end]} -> {other}"
+            structural.append((what, replaced(lines, index, start, end, other)))
         if line.split("=")[0].strip() in shifts:
             continue
         for old, new in (*OPERATORS.items(), *FUNCTIONS.items()):

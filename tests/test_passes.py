@@ -101,9 +101,12 @@ def test_every_rule_produces_target_forms():
     c = ir.Const(0.5, x.span)
     for rule_form in RULES:
         name, kinds = rule_form[:-1].split("(")
+        name, _, variant = name.partition("[")  # cumsum[reverse]: a scan's flags
         operands = tuple(x if kind == "t" else c for kind in kinds.split(","))
         node = ir.op(name, *operands, span=x.span)
-        node = attrs.evolve(node, attrs=REDUCTION_ATTRIBUTES.get(name))
+        flags = {flag: True for flag in variant.rstrip("]").split(",") if flag}
+        op_attrs = ir.Scan(1, **flags) if name == "cumsum" else REDUCTION_ATTRIBUTES.get(name)
+        node = attrs.evolve(node, attrs=op_attrs)
         assert not PYPTO_0_2_0.supports(node), f"{rule_form} is supported: its rule never fires"
         kernel = ir.Kernel("k", (), (), (), (), (ir.Let("v", node, x.span),))
         assert all_forms(legalize(kernel)) <= PYPTO_0_2_0.forms, rule_form
@@ -190,6 +193,43 @@ def test_tiling_then_loops_for_a_large_kernel():
     assert phase.shape == (16384, 4096) and phase.tile == (4, 4096) and phase.loop is None
     (looped,) = insert_loops(tiled).schedule.phases
     assert looped.loop == ir.Loop(count=2, chunk=8192, tail=0)
+
+
+SCAN_DECLS = "dims A = 4, B = 50, C = 8, D = 32\ninput x: f32[A, B, C, D]\n"
+
+
+def test_merge_axes_keeps_a_scanned_axis_apart():
+    """Axes before and after the scan merge; the scanned axis merges with neither."""
+    body = "output y: f32[A, B, C, D]\ny = cumsum(x, axis=1) * 2.0\n"
+    merged = merge_axes(align_axes(kernel_of(body, SCAN_DECLS)))
+    assert kernel_shapes(merged) == {"x": (4, 50, 256), "y": (4, 50, 256)}
+    (scan,) = (
+        n for n in ir.walk(merged.body[0].value) if isinstance(n, ir.Op) and n.op == "cumsum"
+    )
+    assert scan.attrs == ir.Scan(1)
+    body = "output y: f32[A, B, C, D]\ny = cumsum(x, axis=3)\n"
+    merged = merge_axes(align_axes(kernel_of(body, SCAN_DECLS)))
+    assert kernel_shapes(merged)["x"] == (1600, 32)
+    assert merged.body[0].value.attrs == ir.Scan(1)
+
+
+def test_a_scan_is_never_looped_over_and_its_last_axis_tile_is_the_measured_one():
+    decls = "dims R = 64, C = 20000\ninput x: f32[R, C]\n"
+    body = "output y: f32[R, C]\ny = cumsum(x, axis=1, reverse=true)\n"
+    (phase,) = lower(Source(f"kernel k\n{decls}{body}", "k.pto")).kernel.schedule.phases
+    assert phase.tile == (8, 1024)  # the spill-safe budget, an unbalanced last axis
+    tiny = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
+    spec = Source(f"kernel k\n{decls.replace('20000', '3000')}{body}", "k.pto")
+    (phase,) = lower(spec, target=tiny).kernel.schedule.phases
+    assert phase.loop is not None and phase.loop.axis == 0
+
+
+def test_legalize_writes_scan_variants_with_the_plain_scan_and_the_total():
+    body = "output y: f32[M, N]\ny = cumsum(x, axis=1, reverse=true)\n"
+    assert values(legalize(kernel_of(body))) == [
+        "add(sub(sum(x, axes=(1,), keepdim=True), cumsum(x, axis=1, reverse=False, "
+        "exclusive=False)), x)"
+    ]
 
 
 def test_loops_leave_small_kernels_alone():
