@@ -19,7 +19,8 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 # The reductions PyPTO computes itself (mean, var, ... are legalized into them first).
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
-SCANS = tuple(op.name for op in ops.of_kind(ops.Kind.SCAN))
+# Scans and position counts: the same axes as their operand, working along one of them.
+POSITIONAL = tuple(op.name for op in ops.of_kind(*ops.POSITIONAL))
 _BROADCASTING = (ops.Kind.ARITHMETIC, ops.Kind.ELEMENTWISE, ops.Kind.COMPARISON, ops.Kind.SELECT)
 Frame = list[int]  # an axis id per dimension of a tensor
 
@@ -97,7 +98,7 @@ class _Aligner:
                 if node.attrs.keepdim
                 else [axis for position, axis in enumerate(operand) if position not in axes]
             )
-        elif node.op in SCANS:
+        elif node.op in POSITIONAL:
             frame = self.frame(node.operands[0])  # the same axes, `axis` running along one
         elif ops.lookup(node.op).kind in _BROADCASTING:
             frame = self.broadcast(node)
@@ -214,7 +215,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             reduced = {find(operand_frame[axis]) for axis in node.attrs.axes}
             axes = tuple(position for position, axis in enumerate(order) if axis in reduced)
             rebuilt = attrs.evolve(rebuilt, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
-        if node.op in SCANS:
+        if node.op in POSITIONAL:
             scanned = find(aligner.frame(node.operands[0])[node.attrs.axis])
             rebuilt = attrs.evolve(
                 rebuilt, attrs=attrs.evolve(node.attrs, axis=order.index(scanned))

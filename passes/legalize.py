@@ -244,6 +244,33 @@ def _scan_variant(node: ir.Op) -> ir.Expr:
     return ir.op("add", suffix, operand, span=node.span)
 
 
+def _triangle(node: ir.Op) -> ir.Expr:
+    """triu keeps x[..., i, j] where j - i >= diagonal, tril where j - i <= diagonal, else 0:
+    a select on the difference of two position counts (pypto 0.2.0's triu and tril have no
+    simulator pipe)."""
+    (operand,) = node.operands
+    rank, shape = operand.type.rank, operand.type.shape
+    if shape[-1] == shape[-2] == 1:  # one element, on the main diagonal: kept or not
+        kept = (node.attrs.diagonal <= 0) if node.op == "triu" else (node.attrs.diagonal >= 0)
+        return operand if kept else ir.op("mul", operand, _const(0.0, node), span=node.span)
+
+    def positions(axis: int) -> ir.Expr:
+        if shape[axis] == 1:
+            return _const(0.0, node)  # the only position
+        index_shape = tuple(size if a == axis else 1 for a, size in enumerate(shape))
+        index_type = attrs.evolve(operand.type, shape=index_shape)
+        return ir.Op("iota", (operand,), index_type, node.span, ir.Along(axis))
+
+    offset = ir.op("sub", positions(rank - 1), positions(rank - 2), span=node.span)
+    keep = ir.op(
+        "ge" if node.op == "triu" else "le",
+        offset,
+        _const(node.attrs.diagonal, node),
+        span=node.span,
+    )
+    return ir.op("where", keep, operand, _const(0.0, node), span=node.span)
+
+
 RULES: dict[str, Rule] = {
     "mean(t)": _mean,
     "var(t)": _var,
@@ -262,6 +289,8 @@ RULES: dict[str, Rule] = {
     "clamp(t,s,s)": _clamp,
     "expm1(t)": _expm1,
     "erf(t)": _erf,
+    "triu(t)": _triangle,
+    "tril(t)": _triangle,
     "cumsum[exclusive](t)": _scan_variant,
     "cumsum[reverse](t)": _scan_variant,
     "cumsum[reverse,exclusive](t)": _scan_variant,

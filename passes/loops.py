@@ -22,8 +22,8 @@ from ptodsl.passes.tiling import (
     auto_tiles,
     ceil_div,
     choose_tile,
+    positional_axes,
     reduction_aligned,
-    scanned_axes,
 )
 from ptodsl.target import Target
 
@@ -38,14 +38,20 @@ def plan_loop(
     target: Target,
     reduced: frozenset[int] = frozenset(),
     min_count: int | None = None,
+    positional: frozenset[int] = frozenset(),
 ) -> ir.Loop | None:
     """The loop for one phase, or None when its tiles fit without one (or no axis can be
-    split: see `insert_loops`). `reduced` are the axes the phase's reductions reduce;
-    `min_count` asks for at least that many iterations (as far as the axis allows)."""
+    split: see `insert_loops`). `reduced` are the axes the phase's reductions reduce (split
+    only when nothing else is: partial results combine); `positional` the axes scans and
+    position counts run along, never split; `min_count` asks for at least that many
+    iterations (as far as the axis allows)."""
     if auto_tiles(shape, tile) <= target.max_auto_tiles:
         return None
-    free = [a for a in range(len(shape)) if a not in reduced and shape[a] > 1]
-    axis = free[0] if free else 0
+    splittable = [a for a in range(len(shape)) if a not in positional]
+    free = [a for a in splittable if a not in reduced and shape[a] > 1]
+    if not splittable:
+        return None
+    axis = free[0] if free else splittable[0]
     tiles_per_slice = auto_tiles(_without(shape, axis), _without(tile, axis))
     slices = target.max_auto_tiles // tiles_per_slice
     if slices == 0:
@@ -72,11 +78,6 @@ def reduced_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
     )
 
 
-def unsplittable_axes(kernel: ir.Kernel, phase: ir.Phase) -> frozenset[int]:
-    """A loop splits neither an axis the phase reduces nor one a scan runs along."""
-    return reduced_axes(kernel, phase) | scanned_axes(kernel, phase.statements)
-
-
 def _reduces_loop_axis(stmt: ir.Stmt, loop: ir.Loop) -> bool:
     return loop.axis in chain_axes(stmt.value)
 
@@ -86,7 +87,13 @@ def _split_after_loop_reductions(
 ) -> list[ir.Phase]:
     """A value reduced over the loop axis is complete only after the loop: statements of
     the phase that come after it run in a phase of their own (with a loop of its own)."""
-    loop = plan_loop(phase.shape, phase.tile, target, unsplittable_axes(kernel, phase))
+    loop = plan_loop(
+        phase.shape,
+        phase.tile,
+        target,
+        reduced_axes(kernel, phase),
+        positional=positional_axes(kernel, phase.statements),
+    )
     if loop is None:
         return [phase]
     for position, index in enumerate(phase.statements[:-1]):
@@ -161,8 +168,14 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
             phases.append(attrs.evolve(whole, loop=loop, k_loop=k_loop, accumulate_tile=accumulate))
             continue
         for phase in _split_after_loop_reductions(kernel, whole, target):
-            unsplittable = unsplittable_axes(kernel, phase)
-            loop = plan_loop(phase.shape, phase.tile, target, unsplittable, tuning.loop_count)
+            loop = plan_loop(
+                phase.shape,
+                phase.tile,
+                target,
+                reduced_axes(kernel, phase),
+                tuning.loop_count,
+                positional_axes(kernel, phase.statements),
+            )
             if loop is None and auto_tiles(phase.shape, phase.tile) > target.max_auto_tiles:
                 raise SpecError(
                     f"shape {list(phase.shape)} needs more than {target.max_auto_tiles} tiles "

@@ -17,7 +17,7 @@ import attrs
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-from ptodsl.passes.align_axes import REDUCTIONS, SCANS, matmul_operands
+from ptodsl.passes.align_axes import POSITIONAL, REDUCTIONS, matmul_operands
 from ptodsl.target import Target
 
 
@@ -52,7 +52,7 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
     return groups or [[0]]
 
 
-def _scan_axes_apart(groups: list[list[int]], scanned: set[int]) -> list[list[int]]:
+def _positional_axes_apart(groups: list[list[int]], scanned: set[int]) -> list[list[int]]:
     """A running total along a merged axis would run across rows: every scanned axis is a
     group of its own (the axes before and after it may still merge among themselves)."""
     apart: list[list[int]] = []
@@ -144,7 +144,9 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         groups = _cube_groups(kernel, shapes)
     else:
         groups = at_least_two_axes(
-            _scan_axes_apart(axis_groups(shapes), ops.scanned_axes(s.value for s in kernel.body)),
+            _positional_axes_apart(
+                axis_groups(shapes), ops.positional_axes(s.value for s in kernel.body)
+            ),
             shapes[0],
             target,
         )
@@ -175,9 +177,10 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             reduced = set(node.attrs.axes)
             axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
-        if isinstance(node, ir.Op) and node.op in SCANS:
+        if isinstance(node, ir.Op) and node.op in POSITIONAL:
             at = [i for i, group in enumerate(groups) if node.attrs.axis in group]
             if not at:  # an axis of size 1, dropped: the running total is the value itself
+                assert node.op != "iota", "legalize counts positions only along longer axes"
                 assert not node.attrs.variant, "legalize leaves only plain scans"
                 return node.operands[0]
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=at[0]))

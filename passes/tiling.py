@@ -177,8 +177,8 @@ def _reduced_axis_first_cap(
     return max(MIN_ROW_BYTES // itemsize, budget // reduced_extent)
 
 
-def scanned_axes(kernel: ir.Kernel, statements: tuple[int, ...] | list[int]) -> frozenset[int]:
-    return ops.scanned_axes(kernel.body[index].value for index in statements)
+def positional_axes(kernel: ir.Kernel, statements: tuple[int, ...] | list[int]) -> frozenset[int]:
+    return ops.positional_axes(kernel.body[index].value for index in statements)
 
 
 def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
@@ -207,7 +207,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
             kernel, indexes, shape, itemsize, target.max_tile_elements
         )
-        scanned = scanned_axes(kernel, indexes)
+        scanned = positional_axes(kernel, indexes)
         phase_target = target
         if scanned:  # the tiles scans were measured to run with: see Target's scan limits
             budget = min(target.spill_safe_tile_elements, target.max_tile_elements)

@@ -128,6 +128,13 @@ class Scan(Along):
 
 
 @attrs.frozen
+class Triangle:
+    """triu/tril: the diagonal (0 the main one, k > 0 above it) that bounds the kept part."""
+
+    diagonal: int
+
+
+@attrs.frozen
 class Transposes:
     """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
 
@@ -142,7 +149,7 @@ class Expand:
     shape: tuple[int, ...]
 
 
-OpAttrs = Reduce | Along | Transposes | Expand
+OpAttrs = Reduce | Along | Triangle | Transposes | Expand
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:

@@ -31,6 +31,8 @@ class Kind(enum.Enum):
     REDUCTION = "reduction"  # reduces `axes`; `keepdim` keeps them as size 1
     AXIS = "axis"  # a whole-axis function: softmax, log_softmax, logsumexp
     SCAN = "scan"  # a running total along `axis`: never merged with or split across others
+    INDEX = "index"  # positions along `axis` of its operand (iota): like a scan, positional
+    MASK = "mask"  # keeps part of a matrix by position (triu, tril): legalized with `index`
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -277,6 +279,26 @@ def _cumsum_bound(t, operands, attributes):
     if attributes.variant:
         return value, t.sum(terms, dim=axis, keepdim=True).expand(value.shape) + value.abs()
     return value, t.cumsum(terms, dim=axis)
+
+
+def _iota(t, value, axis: int):
+    """Positions along `axis`, shaped to broadcast against `value`."""
+    shape = [value.shape[axis] if a == axis else 1 for a in range(value.dim())]
+    return t.arange(value.shape[axis], dtype=t.float64).reshape(shape)
+
+
+def _exact_bound(compute: Callable[..., object], keeps_errors: bool = False) -> Bound:
+    """An op that selects or counts without rounding: its operand's errors where it keeps
+    the operand's values (`keeps_errors`), none where it only reads positions."""
+
+    def bound(t, operands, attributes):
+        (a,) = operands
+        value = compute(t, a, attributes)
+        if keeps_errors:
+            return value, compute(t, attrs.evolve(a, value=a.scale), attributes)
+        return value, t.zeros(value.shape, dtype=t.float64)
+
+    return bound
 
 
 def _matmul_bound(t, operands, attributes):
@@ -580,6 +602,37 @@ _OPS = [
         attributes=ir.Scan,
         bound=_cumsum_bound,
     ),
+    OpDef(
+        "iota",
+        Kind.INDEX,
+        1,
+        # The positions 0, 1, ... of the operand's `axis` (its values unused), as a running
+        # count of ones: PyPTO's arange gives a 1-D int32 tensor, which the vector ops here
+        # cannot broadcast.
+        pypto="(pypto.cumsum(pypto.full({shape}, 1.0, pypto.{dtype}), {axis}) - 1.0)",
+        native="t",
+        attributes=ir.Along,
+        bound=_exact_bound(lambda t, a, attributes: _iota(t, a.value, attributes.axis)),
+    ),
+    # ---- masks ---------------------------------------------------------------------------
+    OpDef(
+        "triu",
+        Kind.MASK,
+        1,
+        spec="triu",
+        torch="torch.triu({0}, diagonal={diagonal})",
+        attributes=ir.Triangle,
+        bound=_exact_bound(lambda t, a, attributes: t.triu(a.value, attributes.diagonal), True),
+    ),
+    OpDef(
+        "tril",
+        Kind.MASK,
+        1,
+        spec="tril",
+        torch="torch.tril({0}, diagonal={diagonal})",
+        attributes=ir.Triangle,
+        bound=_exact_bound(lambda t, a, attributes: t.tril(a.value, attributes.diagonal), True),
+    ),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -622,13 +675,18 @@ def spellings(dialect: str) -> dict[str, str]:
     return table
 
 
-def scanned_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
-    """The axes the scans among these expressions run along: no pass may merge or split one."""
+# Ops whose result depends on positions along their `axis`, not only on values there.
+POSITIONAL = (Kind.SCAN, Kind.INDEX)
+
+
+def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
+    """The axes the scans and position counts among these expressions run along: no pass
+    may merge one with another axis or split it with a loop."""
     return frozenset(
         node.attrs.axis
         for value in values
         for node in ir.walk(value)
-        if isinstance(node, ir.Op) and lookup(node.op).kind is Kind.SCAN
+        if isinstance(node, ir.Op) and lookup(node.op).kind in POSITIONAL
     )
 
 
@@ -646,6 +704,8 @@ _REQUIRED = {
     Kind.REDUCTION: ("spec", "torch", "attributes"),
     Kind.AXIS: ("spec", "torch", "attributes"),
     Kind.SCAN: ("spec", "torch", "pypto", "attributes"),
+    Kind.INDEX: ("pypto", "attributes"),
+    Kind.MASK: ("spec", "torch", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
@@ -659,6 +719,8 @@ _ATTRIBUTE_FAMILY = {
     Kind.REDUCTION: ir.Reduce,
     Kind.AXIS: ir.Along,
     Kind.SCAN: ir.Scan,
+    Kind.INDEX: ir.Along,
+    Kind.MASK: ir.Triangle,
     Kind.MATMUL: ir.Transposes,
 }
 

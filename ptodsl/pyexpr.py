@@ -88,9 +88,13 @@ SCALAR_SPELLING: Spelling = ops.spellings("scalar")
 
 def _attributes(expr: ir.Op) -> dict[str, str]:
     """An op's attributes as template arguments; a reduction over a single axis (every
-    reduction after `chain_reductions`) also offers it as `axis`, the form PyPTO's calls take."""
+    reduction after `chain_reductions`) also offers it as `axis`, the form PyPTO's calls take.
+    A tensor op's result also offers its `shape` and PyPTO `dtype` (for ops that create)."""
     items = ir.attribute_items(expr.attrs)
     attributes = {name: _attribute_text(value) for name, value in items}
+    if isinstance(expr.type, ir.TensorType):
+        attributes.setdefault("shape", _attribute_text(expr.type.shape))
+        attributes["dtype"] = expr.type.dtype.pypto_name
     if isinstance(expr.attrs, ir.Reduce) and len(expr.attrs.axes) == 1:
         attributes["axis"] = str(expr.attrs.axes[0])
     return attributes

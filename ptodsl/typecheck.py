@@ -26,6 +26,7 @@ REDUCTIONS = {spec: name for spec, name in _REDUCING.items() if spec not in EXTR
 # softmax(x, axis=a) and cumsum(x, axis=a, reverse=..., exclusive=...) work along one axis.
 AXIS_FUNCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.AXIS, ops.Kind.SCAN))
 SCANS = tuple(op.spec for op in ops.of_kind(ops.Kind.SCAN))
+MASKS = tuple(op.spec for op in ops.of_kind(ops.Kind.MASK))  # triu(x, diagonal=k)
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
@@ -479,6 +480,8 @@ class _TypeChecker:
             return self.reduction(node)
         if name in AXIS_FUNCTIONS:
             return self.axis_function(node)
+        if name in MASKS:
+            return self.triangle(node)
         if name == "batchmean":
             (operand,) = self.positional(node, 1)
             return self.batchmean(operand, node.span)
@@ -499,6 +502,7 @@ class _TypeChecker:
             | set(BINARY_FUNCTIONS)
             | set(REDUCTIONS)
             | set(AXIS_FUNCTIONS)
+            | set(MASKS)
             | {"where", "clamp", "batchmean"}
         )
         raise SpecError(
@@ -628,6 +632,25 @@ class _TypeChecker:
         return ir.Op(
             node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
         )
+
+    def triangle(self, node: s.Call) -> ir.Expr:
+        """triu(x, diagonal=k) / tril(x, diagonal=k) over the last two axes, as in torch."""
+        keywords = self.keywords(node, ("diagonal",))
+        operand = self.tensor_operand(node)
+        if operand.type.rank < 2:
+            raise SpecError(
+                f"`{node.func}` keeps part of a matrix: it needs 2 or more axes, not "
+                f"{operand.type}",
+                node.args[0].span,
+            )
+        diagonal = 0
+        if "diagonal" in keywords:
+            value = keywords["diagonal"].value
+            literal = value.operand if isinstance(value, s.Unary) else value
+            if not isinstance(literal, s.Number) or literal.value != int(literal.value):
+                raise SpecError("diagonal is an integer literal, e.g. `diagonal=-1`", value.span)
+            diagonal = int(literal.value) * (-1 if isinstance(value, s.Unary) else 1)
+        return ir.Op(node.func, (operand,), operand.type, node.span, ir.Triangle(diagonal))
 
     def batchmean(self, operand: ir.Expr, span: Span) -> ir.Expr:
         """sum over every axis divided by the leading dim (torch's reduction="batchmean")."""

@@ -12,7 +12,8 @@ Every stage:
 - an elementwise op's shape is its operands' broadcast shape, with one dtype;
 - a reduction's shape follows from its operand, its axes (within the operand's rank,
   sorted, distinct) and keepdim; a matmul's from its operands and transpose flags; a scan
-  has its operand's type and runs along one of its axes.
+  has its operand's type and runs along one of its axes, and so does a triangle mask; a
+  position count has its operand's extent along its axis and 1 along the others.
 After `legalize`: every tensor op is a form the target supports (or a layout op).
 After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
@@ -153,8 +154,10 @@ class _Verifier:
             self.reduction(node, where)
         elif kind is ops.Kind.MATMUL:
             self.matmul(node, where)
-        elif kind is ops.Kind.SCAN:
-            self.scan(node, where)
+        elif kind in (ops.Kind.SCAN, ops.Kind.MASK):
+            self.same_type(node, where)
+        elif kind is ops.Kind.INDEX:
+            self.positions(node, where)
 
     def elementwise(self, node: ir.Op, tensors: list[ir.TensorType], where: str) -> None:
         shape: tuple[int, ...] | None = ()
@@ -168,12 +171,21 @@ class _Verifier:
         if len(dtypes) > 1:
             self.fail(f"{where}: `{node.op}` mixes dtypes")
 
-    def scan(self, node: ir.Op, where: str) -> None:
+    def same_type(self, node: ir.Op, where: str) -> None:
+        """A scan or a mask: its operand's type; a scan along one of its axes."""
         (operand,) = node.operands
         if operand.type != node.type:
             self.fail(f"{where}: `{node.op}` of {operand.type} has type {node.type}")
-        elif not 0 <= node.attrs.axis < operand.type.rank:
+        elif isinstance(node.attrs, ir.Along) and not 0 <= node.attrs.axis < operand.type.rank:
             self.fail(f"{where}: `{node.op}` along axis {node.attrs.axis} of {operand.type}")
+
+    def positions(self, node: ir.Op, where: str) -> None:
+        """A position count: its operand's extent along `axis`, 1 along every other axis."""
+        (operand,) = node.operands
+        axis, shape = node.attrs.axis, operand.type.shape
+        expected = tuple(size if a == axis else 1 for a, size in enumerate(shape))
+        if not 0 <= axis < len(shape) or node.type.shape != expected:
+            self.fail(f"{where}: `{node.op}` along axis {axis} of {operand.type} is {node.type}")
 
     def reduction(self, node: ir.Op, where: str) -> None:
         (operand,) = node.operands
@@ -244,7 +256,7 @@ class _Verifier:
                 self.fail(f"phase {number}: rank-1 tile {list(phase.tile)}")
             if math.prod(phase.tile) > self.target.max_tile_elements:
                 self.fail(f"phase {number}: tile {list(phase.tile)} exceeds the tile budget")
-            scanned = ops.scanned_axes(self.kernel.body[i].value for i in phase.statements)
+            scanned = ops.positional_axes(self.kernel.body[i].value for i in phase.statements)
             cap = self.target.max_scan_last_axis_tile
             if len(phase.tile) - 1 in scanned and phase.tile[-1] > cap:
                 self.fail(f"phase {number}: a scan along a last-axis tile above {cap}")

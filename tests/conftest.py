@@ -40,6 +40,8 @@ CI_DIMS = {
     "11_4d_tensor_matrix_multiply": {"b": 2, "i": 64, "j": 64, "l": 64},
     "12_matmul_diagonal": {"N": 1024, "M": 1024},
     "13_matmul_symmetric": {"N": 1024},
+    "14_matmul_upper_triangular": {"N": 1024},
+    "15_matmul_lower_triangular": {"M": 1024},
     "16_matmul_transposed_a": {"M": 256, "K": 1024, "N": 512},
     "18_matmul_transposed_both": {"M": 256, "K": 1024, "N": 512},
 }

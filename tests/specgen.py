@@ -207,7 +207,8 @@ class _Builder:
             )
             if len(denominator.shape) == rank:
                 value = _Value(f"{value.text} / {reduced}", shape, False)
-        # A scan draws from a stream of its own: the specs without one stay as they were.
+        # A scan or a mask draws from a stream of its own: the specs without one stay as
+        # they were.
         scan_rng = random.Random(seed * 7919 + 1)
         if scan_rng.random() < 0.2 and value.shape:
             axis = scan_rng.randrange(len(value.shape))
@@ -215,6 +216,10 @@ class _Builder:
                 f", {flag}=true" for flag in ("reverse", "exclusive") if scan_rng.random() < 0.4
             )
             value = _Value(f"cumsum({value.text}, axis={axis}{flags})", value.shape, False)
+        elif scan_rng.random() < 0.1 and len(value.shape or ()) >= 2:
+            mask = scan_rng.choice(["triu", "tril"])
+            diagonal = scan_rng.choice([-2, 0, 1])
+            value = _Value(f"{mask}({value.text}, diagonal={diagonal})", value.shape, False)
         if rng.random() < 0.3:
             statements.append(f"let t = {value.text}")
             value = _Value("t", value.shape, value.positive)

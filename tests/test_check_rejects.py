@@ -204,3 +204,31 @@ def test_a_scan_restarted_per_tile_fails(tmp_path):
     report = run_check(spec, kernel_path=path)
     assert not report.ok
     assert report.outputs[0].mismatched >= 48 * 1250 // 2
+
+
+MASKED = """kernel masked
+dims N = 96
+input A: f32[N, N]
+input B: f32[N, N]
+output C: f32[N, N]
+C = triu(A @ B, diagonal=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("                >= 1.0\n", "                >= 0.0\n"),  # the diagonal kept too
+        ("                >= 1.0\n", "                <= 1.0\n"),  # the lower part kept
+        ("            _t0,\n            0.0,\n", "            _t0,\n            _t0,\n"),  # no mask
+        ("pypto.full([1, 96], 1.0", "pypto.full([1, 96], 2.0"),  # columns counted double
+    ],
+    ids=["diagonal_off_by_one", "tril_for_triu", "unmasked", "positions_wrong"],
+)
+def test_a_wrong_triangle_fails(old, new, tmp_path):
+    """The unmasked kernel is what passes a check on the problem's own (already triangular)
+    inputs; check's own inputs are full matrices."""
+    spec = compiled(MASKED)
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0

@@ -89,6 +89,10 @@ CASES = {
     "cumsum_keepdim": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = cumsum(x, axis=1, keepdim=true)\n",
     "cumsum_of_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[]\ny = cumsum(a, axis=0)\n",
+    "triu_of_vector": HEADER + "input x: f32[M]\noutput y: f32[M]\ny = triu(x)\n",
+    "triu_diagonal_not_integer": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = triu(x, diagonal=0.5)\n",
+    "tril_unknown_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = tril(x, k=1)\n",
     "reduced_shape_mismatch": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
     "y = sum(x, axis=1)\n",
     "unknown_function": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = gelu(x)\n",

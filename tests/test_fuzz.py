@@ -66,7 +66,7 @@ NAMES = [
     "rsqrt", "abs", "sigmoid", "tanh", "relu", "reciprocal", "log1p", "expm1", "max", "min",
     "pow", "clamp", "where", "sum", "mean", "var", "prod", "batchmean", "log_softmax",
     "logsumexp", "axis", "keepdim", "correction", "T", "print", "class", "_x", "x_chunk",
-    "cumsum", "reverse", "exclusive",
+    "cumsum", "reverse", "exclusive", "triu", "tril", "diagonal",
 ]  # fmt: skip
 NUMBERS = [
     "0", "1", "2", "4", "8", "7", "16384", "0.0", "1.0", "0.5", "1e-5", "3.14", "1e38",
@@ -129,6 +129,8 @@ def expressions(draw, depth=3):
                 f"logsumexp({inner}, axis=0, keepdim=true)",
                 f"cumsum({inner}, axis=1)",
                 f"cumsum({inner}, axis=0, reverse=true, exclusive=true)",
+                f"triu({inner}, diagonal=-1)",
+                f"tril({inner})",
                 f"clamp({inner}, min={other})",
                 f"clamp({inner}, {other}, 1.0)",
                 f"where({inner} > {other}, {inner}, {other})",

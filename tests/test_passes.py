@@ -93,6 +93,8 @@ REDUCTION_ATTRIBUTES = {
     "softmax": ir.Along(1),
     "log_softmax": ir.Along(1),
     "logsumexp": ir.AlongKeep(1, keepdim=True),
+    "triu": ir.Triangle(0),
+    "tril": ir.Triangle(-1),
 }
 
 
