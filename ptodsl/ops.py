@@ -301,6 +301,21 @@ def _exact_bound(compute: Callable[..., object], keeps_errors: bool = False) -> 
     return bound
 
 
+def _triangle(name: str) -> OpDef:
+    """triu or tril: keeps the values (and their errors) on one side of a diagonal."""
+    return OpDef(
+        name,
+        Kind.MASK,
+        1,
+        spec=name,
+        torch=f"torch.{name}({{0}}, diagonal={{diagonal}})",
+        attributes=ir.Triangle,
+        bound=_exact_bound(
+            lambda t, a, attributes: getattr(t, name)(a.value, attributes.diagonal), True
+        ),
+    )
+
+
 def _matmul_bound(t, operands, attributes):
     """s_a @ |b| + |a| @ s_b, and the products' own rounding |a| @ |b|."""
     a, b = operands
@@ -615,24 +630,8 @@ _OPS = [
         bound=_exact_bound(lambda t, a, attributes: _iota(t, a.value, attributes.axis)),
     ),
     # ---- masks ---------------------------------------------------------------------------
-    OpDef(
-        "triu",
-        Kind.MASK,
-        1,
-        spec="triu",
-        torch="torch.triu({0}, diagonal={diagonal})",
-        attributes=ir.Triangle,
-        bound=_exact_bound(lambda t, a, attributes: t.triu(a.value, attributes.diagonal), True),
-    ),
-    OpDef(
-        "tril",
-        Kind.MASK,
-        1,
-        spec="tril",
-        torch="torch.tril({0}, diagonal={diagonal})",
-        attributes=ir.Triangle,
-        bound=_exact_bound(lambda t, a, attributes: t.tril(a.value, attributes.diagonal), True),
-    ),
+    _triangle("triu"),
+    _triangle("tril"),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
