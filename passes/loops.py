@@ -48,9 +48,9 @@ def plan_loop(
     if auto_tiles(shape, tile) <= target.max_auto_tiles:
         return None
     splittable = [a for a in range(len(shape)) if a not in positional]
-    free = [a for a in splittable if a not in reduced and shape[a] > 1]
     if not splittable:
         return None
+    free = [a for a in splittable if a not in reduced and shape[a] > 1]
     axis = free[0] if free else splittable[0]
     tiles_per_slice = auto_tiles(_without(shape, axis), _without(tile, axis))
     slices = target.max_auto_tiles // tiles_per_slice

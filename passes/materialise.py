@@ -34,17 +34,17 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 def materialise(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     assert kernel.schedule is not None, "tiling and loops run first"
     phases = kernel.schedule.phases
+    variables = _loop_variables(kernel)
     program = ir.Program(
-        tuple(ir.PhaseCode(index, _phase(kernel, index)) for index in range(len(phases)))
+        tuple(ir.PhaseCode(index, _phase(kernel, index, variables)) for index in range(len(phases)))
     )
     return attrs.evolve(kernel, program=program)
 
 
-def _phase(kernel: ir.Kernel, index: int) -> tuple[ir.Instruction, ...]:
+def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir.Instruction, ...]:
     assert kernel.schedule is not None
     phase = kernel.schedule.phases[index]
     loop_name = f"{kernel.name}_phase{index}"
-    variables = _loop_variables(kernel)
     if phase.cube is not None:
         return _cube_phase(kernel, phase, loop_name, variables)
     later_reads = _later_reads(kernel, index)
@@ -121,9 +121,11 @@ def _loop_variables(kernel: ir.Kernel) -> _LoopVariables:
     """`i` and `offset`, or `i2`, `offset2`, ... where the spec uses those names (einsum-style
     dims `i`, `j`, `k` are welcome in a spec)."""
 
+    taken = kernel.spec_names
+
     def free(name: str) -> str:
         numbered = (f"{name}{n}" for n in itertools.count(2))
-        return next(c for c in itertools.chain((name,), numbered) if c not in kernel.spec_names)
+        return next(c for c in itertools.chain((name,), numbered) if c not in taken)
 
     return _LoopVariables(free("i"), free("offset"))
 

@@ -52,14 +52,15 @@ def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
     return groups or [[0]]
 
 
-def _positional_axes_apart(groups: list[list[int]], scanned: set[int]) -> list[list[int]]:
-    """A running total along a merged axis would run across rows: every scanned axis is a
-    group of its own (the axes before and after it may still merge among themselves)."""
+def _positional_axes_apart(groups: list[list[int]], positional: frozenset[int]) -> list[list[int]]:
+    """A running total along a merged axis would run across rows: every axis a scan or a
+    position count runs along is a group of its own (the axes before and after it may still
+    merge among themselves)."""
     apart: list[list[int]] = []
     for group in groups:
         run: list[int] = []
         for axis in group:
-            if axis in scanned:
+            if axis in positional:
                 apart += [part for part in (run, [axis]) if part]
                 run = []
             else:
@@ -105,12 +106,11 @@ def _by_matrix(matmul: ir.Op) -> bool:
     return a.type.rank > 2 and b.type.rank == 2
 
 
-def _cube_groups(kernel: ir.Kernel, shapes: list[tuple[int, ...]]) -> list[list[int]]:
+def _cube_groups(matmuls: list[ir.Op], shapes: list[tuple[int, ...]]) -> list[list[int]]:
     """A matmul result keeps its rows and columns apart (the cube needs them) and a batch
     axis apart from both; the leading axes of a tensor-by-matrix product merge into its rows,
     as its first operand's do, so the cube sees one [rows, K] @ [K, N]."""
     rank = len(shapes[0])
-    matmuls = _matmuls(kernel)
     by_matrix = [m for m in matmuls if _by_matrix(m)]
     if not by_matrix:
         return [[axis] for axis in range(rank)]
@@ -138,10 +138,11 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     target = ctx.target
     opaque = matmul_operands(kernel)
     shapes = _tensor_shapes(kernel, opaque)
+    matmuls = _matmuls(kernel)
     # The first operands of tensor-by-matrix products: viewed as [rows, K] by `forward`.
-    row_merged = {m.operands[0].name for m in _matmuls(kernel) if _by_matrix(m)}
+    row_merged = {m.operands[0].name for m in matmuls if _by_matrix(m)}
     if opaque:
-        groups = _cube_groups(kernel, shapes)
+        groups = _cube_groups(matmuls, shapes)
     else:
         groups = at_least_two_axes(
             _positional_axes_apart(

@@ -207,17 +207,18 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
             kernel, indexes, shape, itemsize, target.max_tile_elements
         )
-        scanned = positional_axes(kernel, indexes)
+        positional = positional_axes(kernel, indexes)
+        scanned_last = len(shape) - 1 in positional
         phase_target = target
-        if scanned:  # the tiles scans were measured to run with: see Target's scan limits
+        if positional:  # the tiles scans were measured to run with: see Target's scan limits
             budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
             phase_target = attrs.evolve(target, max_tile_elements=budget)
-        if len(shape) - 1 in scanned:
+        if scanned_last:
             scan_cap = target.max_scan_last_axis_tile
             last_axis_cap = min(last_axis_cap or scan_cap, scan_cap)
         # a scanned last axis is not balanced: (16, 840) or (16, 960) tiles fail
         tile = choose_tile(
-            shape, itemsize, phase_target, last_axis_cap, balance_last=len(shape) - 1 not in scanned
+            shape, itemsize, phase_target, last_axis_cap, balance_last=not scanned_last
         )
         row_reductions = _row_reductions(kernel, indexes)
         if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:

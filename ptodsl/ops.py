@@ -265,15 +265,15 @@ def _logsumexp_bound(t, operands, attributes):
 
 def _cumsum_bound(t, operands, attributes):
     """A plain scan rounds like the sum of its prefix: cumsum(s_a + |a|). The other forms
-    are computed from the whole axis's total (legalize: total - prefix), so each element
-    may carry the rounding of the total: sum(s_a + |a|) along the axis."""
+    subtract from a running total or from the axis's total (legalize), so each element may
+    carry the rounding of the whole axis: sum(s_a + |a|) along it."""
     (a,) = operands
     axis = attributes.axis
     terms = a.scale + a.value.abs()
-    value = a.value.flip(axis) if attributes.reverse else a.value
-    value = t.cumsum(value, dim=axis)
+    ordered = a.value.flip(axis) if attributes.reverse else a.value
+    value = t.cumsum(ordered, dim=axis)
     if attributes.exclusive:
-        value = value - (a.value.flip(axis) if attributes.reverse else a.value)
+        value = value - ordered
     if attributes.reverse:
         value = value.flip(axis)
     if attributes.variant:
