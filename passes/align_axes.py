@@ -21,7 +21,13 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
 # Scans and position counts: the same axes as their operand, working along one of them.
 POSITIONAL = tuple(op.name for op in ops.of_kind(*ops.POSITIONAL))
-_BROADCASTING = (ops.Kind.ARITHMETIC, ops.Kind.ELEMENTWISE, ops.Kind.COMPARISON, ops.Kind.SELECT)
+_BROADCASTING = (
+    ops.Kind.ARITHMETIC,
+    ops.Kind.ELEMENTWISE,
+    ops.Kind.COMPARISON,
+    ops.Kind.SELECT,
+    ops.Kind.CAST,
+)
 Frame = list[int]  # an axis id per dimension of a tensor
 
 

@@ -244,6 +244,60 @@ def _scan_variant(node: ir.Op) -> ir.Expr:
     return ir.op("add", suffix, operand, span=node.span)
 
 
+def _positions(operand: ir.Expr, axis: int, node: ir.Op) -> ir.Op:
+    """0, 1, ... along `axis` of `operand`, shaped to broadcast against it."""
+    shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
+    index_type = attrs.evolve(operand.type, shape=shape)
+    return ir.Op("iota", (operand,), index_type, node.span, ir.Along(axis))
+
+
+def _arg_reduction(node: ir.Op) -> ir.Expr:
+    """argmax(x) = min(where(x == max(x), position, count)): the extremum's first position
+    (torch's tie rule), counted in floats and converted to the result's integer dtype."""
+    (operand,) = node.operands
+    (axis,), keepdim = node.attrs.axes, node.attrs.keepdim
+    extremum = _reduce("amax" if node.op == "argmax" else "amin", operand, (axis,), True, node)
+    hit = ir.op("eq", operand, extremum, span=node.span)
+    count = _const(float(operand.type.shape[axis]), node)
+    candidates = ir.op("where", hit, _positions(operand, axis, node), count, span=node.span)
+    first = _reduce("amin", candidates, (axis,), keepdim, node)
+    dtype = node.type.dtype
+    return ir.Op("cast", (first,), attrs.evolve(first.type, dtype=dtype), node.span, ir.Cast(dtype))
+
+
+def _signed_magnitude(node: ir.Op, total: Callable[[ir.Expr], ir.Expr]) -> ir.Expr:
+    """A product (or running product) as exp(total(log|x|)) times (-1)^total(x < 0): pypto
+    0.2.0 has no product that runs in SIM. A zero factor gives log 0 = -inf, exp(-inf) = 0.
+    The sign is 1 - 2 * (n mod 2) of the count n of negative factors, n mod 2 as
+    n - 2 floor(n / 2) (pypto's fmod has no SIM pipe either); counts are exact floats."""
+    (operand,) = node.operands
+
+    def op(name: str, *operands: ir.Expr) -> ir.Op:
+        return ir.op(name, *operands, span=node.span)
+
+    magnitude = op("exp", total(op("log", op("abs", operand))))
+    zero, one = _const(0.0, node), _const(1.0, node)
+    negative = op("where", op("lt", operand, zero), one, zero)
+    count = total(negative)
+    halves = op("floor", op("mul", count, _const(0.5, node)))
+    parity = op("sub", count, op("mul", halves, _const(2.0, node)))
+    sign = op("add", op("mul", parity, _const(-2.0, node)), _const(1.0, node))
+    return op("mul", magnitude, sign)
+
+
+def _prod(node: ir.Op) -> ir.Expr:
+    (operand,) = node.operands
+    axes, keepdim = node.attrs.axes, node.attrs.keepdim
+    return _signed_magnitude(node, lambda terms: _reduce("sum", terms, axes, keepdim, node))
+
+
+def _cumprod(node: ir.Op) -> ir.Expr:
+    """Running products from running sums, in every variant the sums have."""
+    return _signed_magnitude(
+        node, lambda terms: ir.Op("cumsum", (terms,), terms.type, node.span, node.attrs)
+    )
+
+
 def _triangle(node: ir.Op) -> ir.Expr:
     """triu keeps x[..., i, j] where j - i >= diagonal, tril where j - i <= diagonal, else 0:
     a select on the difference of two position counts (pypto 0.2.0's triu and tril have no
@@ -257,9 +311,7 @@ def _triangle(node: ir.Op) -> ir.Expr:
     def positions(axis: int) -> ir.Expr:
         if shape[axis] == 1:
             return _const(0.0, node)  # the only position
-        index_shape = tuple(size if a == axis else 1 for a, size in enumerate(shape))
-        index_type = attrs.evolve(operand.type, shape=index_shape)
-        return ir.Op("iota", (operand,), index_type, node.span, ir.Along(axis))
+        return _positions(operand, axis, node)
 
     offset = ir.op("sub", positions(rank - 1), positions(rank - 2), span=node.span)
     keep = ir.op(
@@ -291,6 +343,13 @@ RULES: dict[str, Rule] = {
     "erf(t)": _erf,
     "triu(t)": _triangle,
     "tril(t)": _triangle,
+    "prod(t)": _prod,
+    "cumprod(t)": _cumprod,
+    "cumprod[exclusive](t)": _cumprod,
+    "cumprod[reverse](t)": _cumprod,
+    "cumprod[reverse,exclusive](t)": _cumprod,
+    "argmax(t)": _arg_reduction,
+    "argmin(t)": _arg_reduction,
     "cumsum[exclusive](t)": _scan_variant,
     "cumsum[reverse](t)": _scan_variant,
     "cumsum[reverse,exclusive](t)": _scan_variant,

@@ -180,8 +180,11 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         if isinstance(node, ir.Op) and node.op in POSITIONAL:
             at = [i for i, group in enumerate(groups) if node.attrs.axis in group]
+            if not at and node.op == "iota":
+                # positions along a dropped axis of size 1 are all 0, as along any other
+                # axis of this all-ones shape
+                return attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=0))
             if not at:  # an axis of size 1, dropped: the running total is the value itself
-                assert node.op != "iota", "legalize counts positions only along longer axes"
                 assert not node.attrs.variant, "legalize leaves only plain scans"
                 return node.operands[0]
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=at[0]))

@@ -45,13 +45,15 @@ def choose_tile(
     budget = target.max_tile_elements
     align = max(1, target.reduce_align_bytes // itemsize)
     tile = [1] * len(shape)
+    last = len(shape) - 1
     for axis in reversed(range(len(shape))):
-        cap = last_axis_max if axis == len(shape) - 1 and last_axis_max else budget
+        cap = last_axis_max if axis == last and last_axis_max else budget
         tile[axis] = min(shape[axis], budget, cap)
-        budget //= tile[axis]
+        # UB holds a row of the last axis in whole 32-byte blocks: a [4096, 1] f32 tile
+        # takes as much as [4096, 8].
+        budget //= ceil_div(tile[axis], align) * align if axis == last else tile[axis]
         if budget <= 1:
             break
-    last = len(shape) - 1
     return tuple(
         t if axis == last and not balance_last else _balanced(size, t, align if axis == last else 1)
         for axis, (size, t) in enumerate(zip(shape, tile, strict=True))

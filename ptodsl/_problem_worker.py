@@ -126,7 +126,11 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
             for parameter, weight in zip(parameters, weights, strict=True):
                 parameter.copy_(weight)
         model = model.double()
-        arguments = [v.double() if isinstance(v, torch.Tensor) else v for v in given]
+        # Integer and bool tensors (class targets, masks) keep their dtype, as in float32.
+        arguments = [
+            v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+            for v in given
+        ]
         with torch.no_grad():
             result = _call("Model.forward", lambda: model(*arguments))
         expected = [t.detach().clone() for t in _outputs(result)]

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 import torch
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
@@ -39,11 +39,28 @@ VACUITY_HINT = (
 TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
 
 
-def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
+def make_input(tensor: ir.Input, index: int, seed: int, ties: bool = False) -> torch.Tensor:
     """Seeded values in the input's domain. Each input index draws from its own
-    distribution (scale and offset differ), so that swapping two operands changes results."""
+    distribution (scale and offset differ), so that swapping two operands changes results.
+    With `ties` (the input reaches an argmax), values are rounded to quarters so that many
+    extrema are tied and the tie rule (the first position wins) is checked."""
     generator = torch.Generator().manual_seed(seed * 1009 + index)
     shape = tensor.declared_shape
+    if tensor.type.dtype is ir.DType.BOOL:
+        return _signs(shape, generator) > 0
+    if tensor.domain == "range":
+        assert tensor.extent is not None, "typecheck gives every range its extent"
+        values = torch.randint(0, tensor.extent, shape, generator=generator)
+        return values.to(TORCH_DTYPES[tensor.type.dtype])
+    values = _real_values(tensor, index, shape, generator)
+    if ties:
+        values = torch.round(values * 4) / 4
+    return values.to(TORCH_DTYPES[tensor.type.dtype])
+
+
+def _real_values(
+    tensor: ir.Input, index: int, shape: tuple[int, ...], generator: torch.Generator
+) -> torch.Tensor:
     if tensor.domain == "positive":
         values = torch.rand(shape, generator=generator, dtype=torch.float64)
         values = 0.1 + 0.15 * index + (1.5 + 0.5 * index) * values
@@ -61,7 +78,27 @@ def make_input(tensor: ir.Input, index: int, seed: int) -> torch.Tensor:
         values = torch.randn(shape, generator=generator, dtype=torch.float64)
         values = _scale_along_every_axis(values, generator)
         values = values * (1.0 + 0.05 * index) + 0.05 * index * (-1) ** index
-    return values.to(TORCH_DTYPES[tensor.type.dtype])
+    return values
+
+
+def arg_reduced_inputs(kernel: ir.Kernel) -> frozenset[str]:
+    """The inputs an argmax or argmin reads, directly or through `let` bindings."""
+    lets = {stmt.name: stmt.value for stmt in kernel.body if isinstance(stmt, ir.Let)}
+
+    def names(expr: ir.Expr) -> set[str]:
+        found = set()
+        for node in ir.walk(expr):
+            if isinstance(node, ir.Ref):
+                found |= names(lets[node.name]) if node.name in lets else {node.name}
+        return found
+
+    return frozenset(
+        name
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.ARG_REDUCTION
+        for name in names(node.operands[0])
+    )
 
 
 def _scale_along_every_axis(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -234,7 +271,7 @@ def compare(
         )
     error = (actual.to(torch.float64) - expected).abs()
     error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
-    ratio = error / bound
+    ratio = torch.where(error == 0, 0.0, error / bound)  # exact elements of a 0 bound
     order = torch.argsort(ratio.flatten(), descending=True)[:WORST_SHOWN]
     worst = tuple(
         Element(
@@ -315,7 +352,11 @@ def spec_case(compiled: Compiled, seed: int) -> Case:
     """Seeded inputs and weights in each one's domain, params at their values, and the spec's
     own torch reference evaluated in float64."""
     checked = compiled.lowered.checked
-    inputs = [make_input(tensor, index, seed) for index, tensor in enumerate(checked.inputs)]
+    tied = arg_reduced_inputs(checked)
+    inputs = [
+        make_input(tensor, index, seed, ties=tensor.name in tied)
+        for index, tensor in enumerate(checked.inputs)
+    ]
     missing = [p.name for p in checked.params if p.default is None]
     if missing:
         raise ValueError(f"params without a value cannot be checked: {', '.join(missing)}")

@@ -181,11 +181,15 @@ TOLERANCES = {
     ir.DType.F32: (1e-8, 4e-6),
     ir.DType.F16: (1e-3, 4e-3),
     ir.DType.BF16: (8e-3, 1.6e-2),
+    # Integer outputs are positions (argmax): exact, where the scale is 0, and free where
+    # a tie within the operand's errors makes it infinite.
+    ir.DType.I64: (0.0, 1.0),
 }
 BOUND_RULE = (
     "each element within atol + rtol * scale of the golden; scale is the computation's "
     "own error scale there (every op's rounding and condition, sum(|terms|), |A| @ |B|), "
-    "never a mean over the tensor; f32 atol 1e-8 rtol 4e-6, f16 1e-3 4e-3, bf16 8e-3 1.6e-2"
+    "never a mean over the tensor; f32 atol 1e-8 rtol 4e-6, f16 1e-3 4e-3, bf16 8e-3 1.6e-2; "
+    "i64 positions exact unless tied within their operand's errors"
 )
 
 

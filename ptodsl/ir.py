@@ -23,18 +23,44 @@ class DType(enum.Enum):
     F32 = "f32"
     F16 = "f16"
     BF16 = "bf16"
+    # Integer and bool tensors are kernel inputs and outputs; computation is in floats
+    # (typecheck converts them on use, as torch promotes `mask * x`).
+    I32 = "i32"
+    I64 = "i64"
+    BOOL = "bool"
 
     @property
     def itemsize(self) -> int:
-        return 4 if self is DType.F32 else 2
+        return {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}[self.value]
+
+    def __repr__(self) -> str:
+        return self.value
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.F32, DType.F16, DType.BF16)
 
     @property
     def pypto_name(self) -> str:
-        return {"f32": "DT_FP32", "f16": "DT_FP16", "bf16": "DT_BF16"}[self.value]
+        return {
+            "f32": "DT_FP32",
+            "f16": "DT_FP16",
+            "bf16": "DT_BF16",
+            "i32": "DT_INT32",
+            "i64": "DT_INT64",
+            "bool": "DT_BOOL",
+        }[self.value]
 
     @property
     def torch_name(self) -> str:
-        return {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[self.value]
+        return {
+            "f32": "float32",
+            "f16": "float16",
+            "bf16": "bfloat16",
+            "i32": "int32",
+            "i64": "int64",
+            "bool": "bool",
+        }[self.value]
 
 
 @attrs.frozen
@@ -135,6 +161,18 @@ class Triangle:
 
 
 @attrs.frozen
+class Cast:
+    """The dtype a conversion gives its operand's values (exact: integers below 2^24)."""
+
+    dtype: DType
+
+    @property
+    def variant(self) -> str:
+        """Part of the op's form (`cast[i64](t)`): each conversion has its own spelling."""
+        return f"[{self.dtype.value}]"
+
+
+@attrs.frozen
 class Transposes:
     """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
 
@@ -149,7 +187,7 @@ class Expand:
     shape: tuple[int, ...]
 
 
-OpAttrs = Reduce | Along | Triangle | Transposes | Expand
+OpAttrs = Reduce | Along | Triangle | Cast | Transposes | Expand
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
@@ -280,6 +318,7 @@ class Tensor:
 @attrs.frozen
 class Input(Tensor):
     domain: str = attrs.field(default="real", kw_only=True)
+    extent: int | None = attrs.field(default=None, kw_only=True)  # `in range(extent)`
     # A weight is module state (an nn.Parameter starting as "ones" or "zeros"), not a
     # `forward` argument; the kernel still takes it as an input.
     init: str | None = attrs.field(default=None, kw_only=True)
@@ -422,6 +461,8 @@ def format_kernel(kernel: Kernel) -> str:
         lines.append(f"  {kind} {param.name}{default}")
     for tensor in kernel.inputs:
         domain = "" if tensor.domain == "real" else f" in {tensor.domain}"
+        if tensor.extent is not None:
+            domain += f"({tensor.extent})"
         kind = "input" if tensor.init is None else f"weight ({tensor.init})"
         lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
     for tensor in kernel.outputs:

@@ -29,10 +29,12 @@ class Kind(enum.Enum):
     COMPARISON = "comparison"  # elementwise, a boolean result (where's condition)
     SELECT = "select"  # where(cond, a, b)
     REDUCTION = "reduction"  # reduces `axes`; `keepdim` keeps them as size 1
+    ARG_REDUCTION = "arg_reduction"  # the position of an extremum along one axis (argmax)
     AXIS = "axis"  # a whole-axis function: softmax, log_softmax, logsumexp
     SCAN = "scan"  # a running total along `axis`: never merged with or split across others
     INDEX = "index"  # positions along `axis` of its operand (iota): like a scan, positional
     MASK = "mask"  # keeps part of a matrix by position (triu, tril): legalized with `index`
+    CAST = "cast"  # converts each value to the dtype of its attributes
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -270,15 +272,46 @@ def _cumsum_bound(t, operands, attributes):
     (a,) = operands
     axis = attributes.axis
     terms = a.scale + a.value.abs()
-    ordered = a.value.flip(axis) if attributes.reverse else a.value
-    value = t.cumsum(ordered, dim=axis)
-    if attributes.exclusive:
-        value = value - ordered
-    if attributes.reverse:
-        value = value.flip(axis)
+    value = _running(t, "cumsum", a.value, attributes)
     if attributes.variant:
         return value, t.sum(terms, dim=axis, keepdim=True).expand(value.shape) + value.abs()
     return value, t.cumsum(terms, dim=axis)
+
+
+def _log_terms(t, a):
+    """Per element, what it adds to a product's relative error as ptodsl computes products
+    (exp of a sum of log|a|, legalize): |log|a|| and the log's and exp's rounding, and the
+    operand's own relative error. Infinite at zeros, which the callers turn into 0."""
+    return a.value.abs().log().abs() + 2 + _safe_ratio(t, a.scale, a.value)
+
+
+def _prod_bound(t, operands, attributes):
+    """The log-sum's absolute error is the product's relative error. A zero factor makes the
+    product exactly 0 (exp of -inf)."""
+    (a,) = operands
+    (axis,), keepdim = attributes.axes, attributes.keepdim
+    value = t.prod(a.value, dim=axis, keepdim=keepdim)
+    terms = t.sum(_log_terms(t, a), dim=axis, keepdim=keepdim)
+    return value, t.nan_to_num(value.abs() * terms, nan=0.0)
+
+
+def _running(t, op: str, value, attributes):
+    """cumsum / cumprod along the scan's axis, from the end when `reverse`, each element's
+    own term left out when `exclusive`."""
+    axis = attributes.axis
+    ordered = value.flip(axis) if attributes.reverse else value
+    running = getattr(t, op)(ordered, dim=axis)
+    if attributes.exclusive:
+        identity = t.full_like(running.narrow(axis, 0, 1), 1.0 if op == "cumprod" else 0.0)
+        running = t.cat([identity, running.narrow(axis, 0, running.shape[axis] - 1)], dim=axis)
+    return running.flip(axis) if attributes.reverse else running
+
+
+def _cumprod_bound(t, operands, attributes):
+    (a,) = operands
+    value = _running(t, "cumprod", a.value, attributes)
+    terms = _running(t, "cumsum", _log_terms(t, a), attributes)
+    return value, t.nan_to_num(value.abs() * terms, nan=0.0)
 
 
 def _iota(t, value, axis: int):
@@ -313,6 +346,70 @@ def _triangle(name: str) -> OpDef:
         bound=_exact_bound(
             lambda t, a, attributes: getattr(t, name)(a.value, attributes.diagonal), True
         ),
+    )
+
+
+# Two candidates of an arg-reduction are a tie only when their values are equal and exact
+# (inputs): a computed value is also a tie with any candidate within this many of its
+# rounding units (about f32's tolerance, error_bounds.TOLERANCES), so either position passes.
+_ARG_TIE_UNITS = 4e-6
+
+
+def _arg_bound(name: str) -> Bound:
+    """argmax / argmin: the first position of the extremum, exact where no other candidate
+    is within the candidates' errors of it; where one is, a correct kernel may return
+    either, and the bound lets any position pass."""
+
+    def bound(t, operands, attributes):
+        (a,) = operands
+        (axis,), keepdim = attributes.axes, attributes.keepdim
+        best = getattr(t, name)(a.value, dim=axis, keepdim=True)
+        value = best.to(t.float64)
+        extreme = a.value.gather(axis, best)
+        slack = _ARG_TIE_UNITS * (a.scale + a.scale.gather(axis, best).expand(a.value.shape))
+        rivals = ((a.value - extreme).abs() <= slack) & (slack > 0)
+        rivals.scatter_(axis, best, False)
+        open_rows = rivals.any(dim=axis, keepdim=True)
+        scale = t.where(open_rows, t.inf, 0.0).to(t.float64)
+        if not keepdim:
+            value, scale = value.squeeze(axis), scale.squeeze(axis)
+        return value, scale
+
+    return bound
+
+
+def _arg_reduction(name: str) -> OpDef:
+    return OpDef(
+        name,
+        Kind.ARG_REDUCTION,
+        1,
+        spec=name,
+        torch=f"torch.{name}({{0}}, dim={{axis}}, keepdim={{keepdim}})",
+        attributes=ir.Reduce,
+        bound=_arg_bound(name),
+    )
+
+
+# The reference computes in float64, so a conversion to a float keeps the value there.
+_CAST_TORCH = {
+    ir.DType.I32: "{0}.int()",
+    ir.DType.I64: "{0}.long()",
+    ir.DType.BOOL: "({0} != 0)",
+}
+
+
+def _cast() -> OpDef:
+    return OpDef(
+        "cast",
+        Kind.CAST,
+        1,
+        torch={
+            f"cast[{dtype.value}](t)": _CAST_TORCH.get(dtype, "{0}.double()") for dtype in ir.DType
+        },
+        pypto="pypto.cast({0}, pypto.{dtype})",
+        native=" ".join(f"[{dtype.value}](t)" for dtype in ir.DType),
+        attributes=ir.Cast,
+        bound=_exact_bound(lambda t, a, attributes: a.value, True),
     )
 
 
@@ -465,6 +562,15 @@ _OPS = [
         pypto="pypto.sign({0})",
         rounds=False,
     ),
+    # floor is exact; a computed operand within its error of an integer may step it.
+    _unary(
+        "floor",
+        math.floor,
+        "float(math.floor({0}))",
+        lambda t, v, a: t.zeros_like(v),
+        pypto="pypto.floor({0})",
+        rounds=False,
+    ),
     _extremum("maximum", "max", clamp_bound="min"),
     _extremum("minimum", "min", clamp_bound="max"),
     OpDef(
@@ -552,6 +658,16 @@ _OPS = [
         attributes=ir.Reduce,
         bound=_scaled_sum_bound(_reduced_count),
     ),
+    # pypto 0.2.0's prod has no SIM pipe (ROWPROD_SINGLE): legalized through exp and log.
+    OpDef(
+        "prod",
+        Kind.REDUCTION,
+        1,
+        spec="prod",
+        torch="torch.prod({0}, dim={axis}, keepdim={keepdim})",
+        attributes=ir.Reduce,
+        bound=_prod_bound,
+    ),
     OpDef(
         "var",
         Kind.REDUCTION,
@@ -608,7 +724,7 @@ _OPS = [
             "cumsum(t)": "torch.cumsum({0}, dim={axis})",
             **{
                 f"cumsum{variant}(t)": "_scan({0}, {axis}, reverse={reverse}, "
-                "exclusive={exclusive})"
+                "exclusive={exclusive}, running=torch.cumsum)"
                 for variant in ("[reverse]", "[exclusive]", "[reverse,exclusive]")
             },
         },
@@ -618,12 +734,30 @@ _OPS = [
         bound=_cumsum_bound,
     ),
     OpDef(
+        "cumprod",
+        Kind.SCAN,
+        1,
+        spec="cumprod",
+        torch={
+            "cumprod(t)": "torch.cumprod({0}, dim={axis})",
+            **{
+                f"cumprod{variant}(t)": "_scan({0}, {axis}, reverse={reverse}, "
+                "exclusive={exclusive}, running=torch.cumprod)"
+                for variant in ("[reverse]", "[exclusive]", "[reverse,exclusive]")
+            },
+        },
+        attributes=ir.Scan,
+        bound=_cumprod_bound,
+    ),
+    OpDef(
         "iota",
         Kind.INDEX,
         1,
-        # The positions 0, 1, ... of the operand's `axis` (its values unused), as a running
-        # count of ones: PyPTO's arange gives a 1-D int32 tensor, which the vector ops here
-        # cannot broadcast.
+        # `index(x, axis=a)` in a spec: the positions 0, 1, ... of x's `axis` (x's values
+        # unused), shaped to broadcast against x, as a running count of ones: PyPTO's arange
+        # gives a 1-D int32 tensor, which the vector ops here cannot broadcast.
+        spec="index",
+        torch="torch.arange(torch.Size({shape}).numel(), dtype=torch.float64).reshape({shape})",
         pypto="(pypto.cumsum(pypto.full({shape}, 1.0, pypto.{dtype}), {axis}) - 1.0)",
         native="t",
         attributes=ir.Along,
@@ -632,6 +766,10 @@ _OPS = [
     # ---- masks ---------------------------------------------------------------------------
     _triangle("triu"),
     _triangle("tril"),
+    # ---- arg-reductions and conversions -------------------------------------------------
+    _arg_reduction("argmax"),
+    _arg_reduction("argmin"),
+    _cast(),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -690,8 +828,13 @@ def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
 
 
 def native_forms() -> frozenset[str]:
-    """Every form PyPTO 0.2.0 runs natively (`sub(t,s)`); the others are legalized."""
-    return frozenset(f"{op.name}({kinds})" for op in _OPS for kinds in op.native.split())
+    """Every form PyPTO 0.2.0 runs natively (`sub(t,s)`, `cast[i64](t)`); the others are
+    legalized. An entry's native forms are operand kinds, or a variant and operand kinds."""
+    return frozenset(
+        f"{op.name}{kinds}" if kinds.startswith("[") else f"{op.name}({kinds})"
+        for op in _OPS
+        for kinds in op.native.split()
+    )
 
 
 # What each kind needs from its entry; checked at import.
@@ -701,10 +844,12 @@ _REQUIRED = {
     Kind.COMPARISON: (),
     Kind.SELECT: ("spec", "torch", "pypto"),
     Kind.REDUCTION: ("spec", "torch", "attributes"),
+    Kind.ARG_REDUCTION: ("spec", "torch", "attributes"),
     Kind.AXIS: ("spec", "torch", "attributes"),
-    Kind.SCAN: ("spec", "torch", "pypto", "attributes"),
+    Kind.SCAN: ("spec", "torch", "attributes"),
     Kind.INDEX: ("pypto", "attributes"),
     Kind.MASK: ("spec", "torch", "attributes"),
+    Kind.CAST: ("torch", "pypto", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
@@ -716,10 +861,12 @@ _SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL)
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
 _ATTRIBUTE_FAMILY = {
     Kind.REDUCTION: ir.Reduce,
+    Kind.ARG_REDUCTION: ir.Reduce,
     Kind.AXIS: ir.Along,
     Kind.SCAN: ir.Scan,
     Kind.INDEX: ir.Along,
     Kind.MASK: ir.Triangle,
+    Kind.CAST: ir.Cast,
     Kind.MATMUL: ir.Transposes,
 }
 

@@ -114,15 +114,18 @@ class _ToSyntax(Transformer):
 
     def input_decl(self, meta, children):
         name, tensor_type, domain, value = children
-        domain_name, domain_span = (None, None) if domain is None else domain
-        return s.InputDecl(str(name), tensor_type, domain_name, domain_span, _span(name), value)
+        domain_name, domain_span, extent = (None, None, None) if domain is None else domain
+        return s.InputDecl(
+            str(name), tensor_type, domain_name, domain_span, _span(name), value, extent
+        )
 
     def weight_decl(self, meta, children):
         name, tensor_type, init = children
         return s.WeightDecl(str(name), tensor_type, str(init), _span(init), _span(name))
 
     def domain(self, meta, children):
-        return str(children[0]), _span(children[0])
+        name, extent = children
+        return str(name), _span(name), extent
 
     def output_decl(self, meta, children):
         name, tensor_type = children

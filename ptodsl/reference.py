@@ -25,16 +25,18 @@ def _batchmean(x):
 '''
 
 _SCAN = '''
-def _scan(x, axis, reverse, exclusive):
-    """torch.cumsum along `axis`: from the end when `reverse`, each element's own term left
-    out when `exclusive`."""
+def _scan(x, axis, reverse, exclusive, running):
+    """torch.cumsum or torch.cumprod (`running`) along `axis`: from the end when `reverse`,
+    each element's own term left out when `exclusive`."""
     if reverse:
         x = torch.flip(x, [axis])
-    running = torch.cumsum(x, dim=axis)
+    running_total = running(x, dim=axis)
     if exclusive:
-        first = torch.zeros_like(running.narrow(axis, 0, 1))
-        running = torch.cat([first, running.narrow(axis, 0, x.shape[axis] - 1)], dim=axis)
-    return torch.flip(running, [axis]) if reverse else running
+        identity = 1.0 if running is torch.cumprod else 0.0
+        first = torch.full_like(running_total.narrow(axis, 0, 1), identity)
+        rest = running_total.narrow(axis, 0, x.shape[axis] - 1)
+        running_total = torch.cat([first, rest], dim=axis)
+    return torch.flip(running_total, [axis]) if reverse else running_total
 '''
 
 

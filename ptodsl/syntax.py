@@ -128,6 +128,7 @@ class InputDecl:
     domain_span: Span | None
     span: Span
     value: Number | None = None  # a scalar input's value for checks
+    domain_extent: DimRef | None = None  # `in range(C)`: C
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ def form(node: ir.Op) -> str:
     """`sub(t,s)`: the op, a variant its attributes select (`cumsum[reverse]`), and whether
     each operand is a tensor or a scalar."""
     kinds = ",".join("s" if ir.is_scalar(operand) else "t" for operand in node.operands)
-    variant = node.attrs.variant if isinstance(node.attrs, ir.Scan) else ""
+    variant = getattr(node.attrs, "variant", "")
     return f"{node.op}{variant}({kinds})"
 
 

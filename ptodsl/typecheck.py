@@ -8,6 +8,8 @@ import math
 import re
 from collections.abc import Mapping
 
+import attrs
+
 from ptodsl import ir, ops
 from ptodsl import syntax as s
 from ptodsl.diagnostics import Span, SpecError
@@ -19,24 +21,27 @@ BINARY_FUNCTIONS = {op.spec: op.name for op in _ELEMENTWISE if op.arity == 2}
 # `max(x, axis=1)` and `max(x)` reduce; `max(a, b)` is elementwise.
 _REDUCING = {op.spec: op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.spec != "batchmean"}
 EXTREMA = {spec: name for spec, name in _REDUCING.items() if spec in BINARY_FUNCTIONS}
-# prod: rejected with its reason (pypto 0.2.0's SIM step fails), not unknown.
-REDUCTIONS = {spec: name for spec, name in _REDUCING.items() if spec not in EXTREMA} | {
-    "prod": "prod"
-}
+REDUCTIONS = {spec: name for spec, name in _REDUCING.items() if spec not in EXTREMA}
 # softmax(x, axis=a) and cumsum(x, axis=a, reverse=..., exclusive=...) work along one axis.
 AXIS_FUNCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.AXIS, ops.Kind.SCAN))
 SCANS = tuple(op.spec for op in ops.of_kind(ops.Kind.SCAN))
 MASKS = tuple(op.spec for op in ops.of_kind(ops.Kind.MASK))  # triu(x, diagonal=k)
+INDEX = next(op for op in ops.of_kind(ops.Kind.INDEX))  # index(x, axis=a): positions
+# argmax(x, axis=a): the first position of the extremum along one axis, as i64.
+ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
     "unit": "numbers in (0, 1)",
     "sign": "-1 or +1",
     "softmax": "rows of the last axis are probability distributions (positive, sum 1)",
+    "range": "integers 0 .. C-1 (`in range(C)`), for an integer input (class indices)",
 }
 # `param dim: int = 1`: a construction argument the kernel is fixed for, never a kernel input.
 FIXED_PARAM_TYPE = "int"
 WEIGHT_INITS = ("ones", "zeros")
+# Integers reach the kernel's f32 arithmetic exactly up to 2^24.
+MAX_EXACT_INTEGER = 1 << 24
 # Declared tensors follow PyPTO's rank limit; split entries (`G * CG`) may add logical
 # axes, as long as axis merging brings the kernel back to 4.
 MAX_DECLARED_RANK = 4
@@ -242,7 +247,47 @@ class _TypeChecker:
         if domain not in DOMAINS:
             known = "; ".join(f"`{name}`: {meaning}" for name, meaning in DOMAINS.items())
             raise SpecError(f"unknown domain `{domain}`", item.domain_span, note=known)
-        self.inputs[item.name] = self.declared_tensor(ir.Input, item, domain=domain)
+        extent = self.domain_extent(item, domain)
+        self.inputs[item.name] = self.declared_tensor(ir.Input, item, domain=domain, extent=extent)
+
+    def domain_extent(self, item: s.InputDecl, domain: str) -> int | None:
+        """An integer input's values are `in range(C)`; a bool input's are both truth values;
+        a float input's come from a float domain."""
+        dtype = _dtype(item.type.dtype, item.type.dtype_span)
+        if (domain == "range") != (item.domain_extent is not None):
+            raise SpecError(
+                "`range` takes the count of values, e.g. `in range(C)`"
+                if domain == "range"
+                else f"domain `{domain}` takes no argument",
+                item.domain_span,
+            )
+        if dtype is ir.DType.BOOL and item.domain is not None:
+            raise SpecError(
+                "a bool input takes no domain", item.domain_span, note="checks draw both values"
+            )
+        if dtype in (ir.DType.I32, ir.DType.I64) and domain != "range":
+            raise SpecError(
+                f"integer input `{item.name}` needs the range of its values",
+                item.domain_span or item.type.dtype_span,
+                note=f"e.g. `input {item.name}: {dtype.value}[...] in range(C)` for class "
+                "indices 0 .. C-1",
+            )
+        if dtype.is_float and domain == "range":
+            raise SpecError(
+                "`range` is a domain of integer inputs",
+                item.domain_span,
+                note=f"declare `{item.name}` as i64 or i32, or drop the domain",
+            )
+        if item.domain_extent is None:
+            return None
+        extent = self.dim_size(item.domain_extent)
+        if extent > MAX_EXACT_INTEGER:
+            raise SpecError(
+                f"range({extent}) has integers a float cannot hold exactly",
+                item.domain_extent.span,
+                note=f"kernels compute in f32: keep integer inputs below {MAX_EXACT_INTEGER}",
+            )
+        return extent
 
     def item_WeightDecl(self, item: s.WeightDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -254,7 +299,14 @@ class _TypeChecker:
                 item.init_span,
                 note="a weight starts as " + " or ".join(f"`{i}`" for i in WEIGHT_INITS),
             )
-        self.inputs[item.name] = self.declared_tensor(ir.Input, item, init=item.init)
+        weight = self.declared_tensor(ir.Input, item, init=item.init)
+        if not weight.type.dtype.is_float:
+            raise SpecError(
+                f"weight `{item.name}` is {weight.type.dtype.value}: weights are learned, so float",
+                item.type.dtype_span,
+                note="declare it f32 (or f16, bf16)",
+            )
+        self.inputs[item.name] = weight
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -264,13 +316,20 @@ class _TypeChecker:
                 item.type.span,
                 note="write `f32[]` for a 0-d (scalar) result",
             )
-        self.outputs[item.name] = self.declared_tensor(ir.Output, item)
+        output = self.declared_tensor(ir.Output, item)
+        if output.type.dtype in (ir.DType.I32, ir.DType.BOOL):
+            raise SpecError(
+                f"output `{item.name}` is {output.type.dtype.value}: outputs are float or i64",
+                item.type.dtype_span,
+                note="i64 outputs hold positions (`argmax`, `argmin`), as torch returns them",
+            )
+        self.outputs[item.name] = output
 
     def declared_tensor(
         self,
         kind: type[ir.Tensor],
         item: s.InputDecl | s.WeightDecl | s.OutputDecl,
-        **fields: str | None,
+        **fields: str | int | None,
     ) -> ir.Tensor:
         return kind(
             item.name,
@@ -354,9 +413,15 @@ class _TypeChecker:
                 item.value.span,
             )
         if value.type != output.type:
+            note = None
+            if value.type.dtype != output.type.dtype and not output.type.dtype.is_float:
+                note = f"{output.type.dtype.value} values come from `argmax` and `argmin`"
+            elif value.type.dtype != output.type.dtype and not value.type.dtype.is_float:
+                note = f"declare `{item.target}` {value.type.dtype.value}, as torch returns it"
             raise SpecError(
                 f"output `{item.target}` is declared {output.type}, but this value is {value.type}",
                 item.value.span,
+                note=note,
             )
         self.stored[item.target] = item.span
         self.body.append(ir.Store(item.target, value, item.span))
@@ -421,6 +486,12 @@ class _TypeChecker:
             )
         if operand.type.rank not in (2, 3, 4):
             raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
+        if not operand.type.dtype.is_float:
+            raise SpecError(
+                f"matmul takes float tensors, not {operand.type}",
+                node.span,
+                note="the cube multiplies f32, f16 or bf16 values",
+            )
         if transposed and operand.type.rank != 2:
             raise SpecError("`.T` transposes 2-D tensors only", node.span)
         return operand, transposed
@@ -482,6 +553,10 @@ class _TypeChecker:
             return self.axis_function(node)
         if name in MASKS:
             return self.triangle(node)
+        if name in ARG_REDUCTIONS:
+            return self.arg_reduction(node)
+        if name == INDEX.spec:
+            return self.index(node)
         if name == "batchmean":
             (operand,) = self.positional(node, 1)
             return self.batchmean(operand, node.span)
@@ -503,7 +578,8 @@ class _TypeChecker:
             | set(REDUCTIONS)
             | set(AXIS_FUNCTIONS)
             | set(MASKS)
-            | {"where", "clamp", "batchmean"}
+            | set(ARG_REDUCTIONS)
+            | {"where", "clamp", "batchmean", INDEX.spec}
         )
         raise SpecError(
             f"unknown function `{name}`", node.func_span, note="known: " + ", ".join(known)
@@ -566,21 +642,21 @@ class _TypeChecker:
         operand = self.expr(node.args[0])
         if not isinstance(operand.type, ir.TensorType):
             raise SpecError(f"`{node.func}` takes a tensor, not a scalar", node.args[0].span)
-        return operand
+        return as_float(operand, ir.DType.F32)
 
     def reduction(self, node: s.Call) -> ir.Expr:
-        if node.func == "prod":
-            raise SpecError(
-                "`prod` is not supported",
-                node.func_span,
-                note="pypto 0.2.0's prod compiles but its SIM step fails (ROWPROD_SINGLE)",
-            )
         allowed = ("axis", "keepdim", "correction") if node.func == "var" else ("axis", "keepdim")
         keywords = self.keywords(node, allowed)
         operand = self.tensor_operand(node)
         tensor_type = operand.type
         axes = self.axes(keywords.get("axis"), tensor_type.rank, node.func)
         keepdim = self.flag(keywords.get("keepdim"))
+        if node.func == "prod" and len(axes) != 1:
+            raise SpecError(
+                "`prod` takes one axis, e.g. `axis=1`",
+                keywords["axis"].value.span if "axis" in keywords else node.span,
+                note="as torch.prod with `dim`; nest prods for more axes",
+            )
         shape = reduced_shape(tensor_type.shape, axes, keepdim)
         attributes = ir.Reduce(axes, keepdim)
         if node.func == "var":
@@ -594,6 +670,57 @@ class _TypeChecker:
             attributes = ir.Variance(axes, keepdim, correction)
         op = REDUCTIONS.get(node.func) or EXTREMA[node.func]
         return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
+
+    def index(self, node: s.Call) -> ir.Expr:
+        """index(x, axis=a): each position's index along x's axis a, as f32, shaped
+        [1, .., n, .., 1] to broadcast against x (a one-hot compare: `index(p, axis=1) == t`)."""
+        keywords = self.keywords(node, ("axis",))
+        operand = self.tensor_operand(node)
+        if "axis" not in keywords:
+            raise SpecError(f"`{node.func}` needs `axis=`", node.span)
+        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
+        if len(axes) != 1:
+            raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
+        (axis,) = axes
+        if operand.type.shape[axis] > MAX_EXACT_INTEGER:
+            raise SpecError(
+                f"`{node.func}` over {operand.type.shape[axis]} positions",
+                node.span,
+                note=f"positions are counted in f32: at most {MAX_EXACT_INTEGER}",
+            )
+        shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
+        index_type = attrs.evolve(operand.type, shape=shape)
+        return ir.Op(INDEX.name, (operand,), index_type, node.span, ir.Along(axis))
+
+    def arg_reduction(self, node: s.Call) -> ir.Expr:
+        """argmax / argmin along one axis, as torch with `dim` given: int64 positions."""
+        keywords = self.keywords(node, ("axis", "keepdim"))
+        operand = self.tensor_operand(node)
+        if "axis" not in keywords:
+            raise SpecError(
+                f"`{node.func}` needs `axis=`",
+                node.span,
+                note="torch's argmax without dim indexes the flattened tensor; ptodsl takes "
+                "the positions along one axis",
+            )
+        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
+        if len(axes) != 1:
+            raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
+        if operand.type.shape[axes[0]] > MAX_EXACT_INTEGER:
+            raise SpecError(
+                f"`{node.func}` over {operand.type.shape[axes[0]]} positions",
+                node.span,
+                note=f"positions are counted in f32: at most {MAX_EXACT_INTEGER}",
+            )
+        keepdim = self.flag(keywords.get("keepdim"))
+        shape = reduced_shape(operand.type.shape, axes, keepdim)
+        return ir.Op(
+            node.func,
+            (operand,),
+            ir.TensorType(shape, ir.DType.I64),
+            node.span,
+            ir.Reduce(axes, keepdim),
+        )
 
     def correction(self, argument: s.Keyword | None) -> int:
         """Bessel's correction of `var`: 1 (unbiased) unless given, as in torch.var."""
@@ -713,10 +840,17 @@ class _TypeChecker:
         if len(node.args) != 3 or node.keywords:
             raise SpecError("`where` takes (condition, value_if_true, value_if_false)", node.span)
         condition = node.args[0]
-        if not isinstance(condition, s.Compare):
-            raise SpecError("the condition of `where` must be a comparison", condition.span)
-        lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
-        compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
+        if isinstance(condition, s.Compare):
+            lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
+            compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
+        else:
+            mask = self.expr(condition)
+            if not (isinstance(mask.type, ir.TensorType) and mask.type.dtype is ir.DType.BOOL):
+                raise SpecError(
+                    "the condition of `where` must be a comparison or a bool tensor",
+                    condition.span,
+                )
+            compare = self.elementwise("ne", (mask, ir.Const(0.0, condition.span)), mask.span)
         if ir.is_scalar(compare):
             raise SpecError("the condition of `where` must compare a tensor", condition.span)
         if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
@@ -726,6 +860,12 @@ class _TypeChecker:
         tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
         if not tensors:
             return ir.Op(op, operands, ir.SCALAR, span)
+        # Integers and bools take part as floats of the other operands' dtype (torch: a bool
+        # mask times an f16 tensor is f16), f32 when no operand is a float.
+        floats = [t.type.dtype for t in tensors if t.type.dtype.is_float]
+        promoted = floats[0] if floats else ir.DType.F32
+        operands = tuple(as_float(o, promoted) for o in operands)
+        tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
         dtypes = {t.type.dtype for t in tensors}
         if len(dtypes) > 1:
             names = " and ".join(sorted(d.value for d in dtypes))
@@ -739,6 +879,15 @@ class _TypeChecker:
             shape = merged
         _check_elements(shape, span)
         return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
+
+
+def as_float(value: ir.Expr, dtype: ir.DType) -> ir.Expr:
+    """An integer or bool tensor converted to `dtype` (exact: typecheck keeps integers below
+    2^24); anything else as it is."""
+    if not isinstance(value.type, ir.TensorType) or value.type.dtype.is_float:
+        return value
+    converted = attrs.evolve(value.type, dtype=dtype)
+    return ir.Op("cast", (value,), converted, value.span, ir.Cast(dtype))
 
 
 def typecheck(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:

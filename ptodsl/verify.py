@@ -158,6 +158,12 @@ class _Verifier:
             self.same_type(node, where)
         elif kind is ops.Kind.INDEX:
             self.positions(node, where)
+        elif kind is ops.Kind.CAST:
+            self.conversion(node, where)
+        elif kind is ops.Kind.ARG_REDUCTION:
+            self.reduction(node, where)
+            if node.type.dtype is not ir.DType.I64 or len(node.attrs.axes) != 1:
+                self.fail(f"{where}: `{node.op}` is not an i64 position along one axis")
 
     def elementwise(self, node: ir.Op, tensors: list[ir.TensorType], where: str) -> None:
         shape: tuple[int, ...] | None = ()
@@ -170,6 +176,15 @@ class _Verifier:
         dtypes = {t.dtype for t in tensors[1 if node.op == "where" else 0 :]}
         if len(dtypes) > 1:
             self.fail(f"{where}: `{node.op}` mixes dtypes")
+        if not all(t.dtype.is_float for t in tensors) or not node.type.dtype.is_float:
+            self.fail(f"{where}: `{node.op}` computes on integers (convert them first)")
+
+    def conversion(self, node: ir.Op, where: str) -> None:
+        """A cast: its operand's shape, the dtype its attributes name."""
+        (operand,) = node.operands
+        expected = attrs.evolve(operand.type, dtype=node.attrs.dtype)
+        if node.type != expected:
+            self.fail(f"{where}: `cast` of {operand.type} has type {node.type}, not {expected}")
 
     def same_type(self, node: ir.Op, where: str) -> None:
         """A scan or a mask: its operand's type; a scan along one of its axes."""
@@ -180,11 +195,13 @@ class _Verifier:
             self.fail(f"{where}: `{node.op}` along axis {node.attrs.axis} of {operand.type}")
 
     def positions(self, node: ir.Op, where: str) -> None:
-        """A position count: its operand's extent along `axis`, 1 along every other axis."""
+        """A position count: its operand's extent along `axis`, 1 along every other axis; all
+        ones when merge_axes dropped the size-1 axis it counted along (every position 0)."""
         (operand,) = node.operands
         axis, shape = node.attrs.axis, operand.type.shape
         expected = tuple(size if a == axis else 1 for a, size in enumerate(shape))
-        if not 0 <= axis < len(shape) or node.type.shape != expected:
+        dropped = all(size == 1 for size in node.type.shape) and len(node.type.shape) == len(shape)
+        if not 0 <= axis < len(shape) or (node.type.shape != expected and not dropped):
             self.fail(f"{where}: `{node.op}` along axis {axis} of {operand.type} is {node.type}")
 
     def reduction(self, node: ir.Op, where: str) -> None:

@@ -1,5 +1,6 @@
 """Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
-params, constants and reductions, on shapes of rank 1 to 4 with primes and size-1 axes.
+params, constants and reductions, scans, masks (triangles and bool inputs), positions,
+products and arg-reductions, on shapes of rank 1 to 4 with primes and size-1 axes.
 
 `generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
 its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
@@ -73,8 +74,9 @@ class _Builder:
             (f"p{i}", rng.choice(["0.5", "1.5", "2.0", "0.75"])) for i in range(rng.randint(0, 2))
         ]
 
-    def type_text(self, shape: tuple[int, ...]) -> str:
-        return f"{self.dtype}[{', '.join(self.names.get(s, str(s)) for s in shape)}]"
+    def type_text(self, shape: tuple[int, ...], dtype: str | None = None) -> str:
+        sizes = ", ".join(self.names.get(s, str(s)) for s in shape)
+        return f"{dtype or self.dtype}[{sizes}]"
 
     def leaf(self, tensor: bool = False) -> _Value:
         rng = self.rng
@@ -220,10 +222,35 @@ class _Builder:
             mask = scan_rng.choice(["triu", "tril"])
             diagonal = scan_rng.choice([-2, 0, 1])
             value = _Value(f"{mask}({value.text}, diagonal={diagonal})", value.shape, False)
+        # Masks, positions, products and arg-reductions: a third stream of their own.
+        extra_rng = random.Random(seed * 7919 + 2)
+        extra_inputs = []
+        if extra_rng.random() < 0.15:
+            extra_inputs.append(f"input m: {self.type_text(self.frame, 'bool')}")
+            masked = extra_rng.choice([f"{value.text} * m", f"where(m, {value.text}, 0.5)"])
+            value = _Value(masked, _broadcast(value.shape, self.frame), False)
+        if extra_rng.random() < 0.1 and value.shape:
+            axis = extra_rng.randrange(len(value.shape))
+            positions = f"index({value.text}, axis={axis}) * 0.25"
+            value = _Value(f"{value.text} + {positions}", value.shape, False)
+        # Products of factors in (0.5, 1.5) along at most 64 stay within f32's range and vary.
+        short = [a for a, size in enumerate(value.shape or ()) if 2 <= size <= 64]
+        if extra_rng.random() < 0.1 and short:
+            axis = extra_rng.choice(short)
+            value = _Value(f"cumprod(0.5 + sigmoid({value.text}), axis={axis})", value.shape, True)
+        output_dtype = None
         if rng.random() < 0.3:
             statements.append(f"let t = {value.text}")
             value = _Value("t", value.shape, value.positive)
-        if rng.random() < 0.45:
+        short = [a for a, size in enumerate(value.shape or ()) if 2 <= size <= 64]
+        if extra_rng.random() < 0.1 and short:
+            axis = extra_rng.choice(short)
+            func = extra_rng.choice(["argmax", "argmin", "prod"])
+            operand = f"0.5 + sigmoid({value.text})" if func == "prod" else value.text
+            text = f"{func}({operand}, axis={axis})"
+            shape = tuple(s for a, s in enumerate(value.shape) if a != axis)
+            output_dtype = None if func == "prod" else "i64"
+        elif rng.random() < 0.45:
             text, shape = self.reduction(value)
         else:
             text, shape = value.text, value.shape
@@ -235,7 +262,8 @@ class _Builder:
         for name, input_shape, domain in self.inputs:
             suffix = " in positive" if domain == "positive" else ""
             lines.append(f"input {name}: {self.type_text(input_shape)}{suffix}")
-        lines.append(f"output y: {self.type_text(shape)}")
+        lines += extra_inputs
+        lines.append(f"output y: {self.type_text(shape, output_dtype)}")
         lines += statements
         lines.append(f"y = {text}")
         elements = max(math.prod(s) for _, s, _ in self.inputs)

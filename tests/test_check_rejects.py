@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking import run_check, spec_case
 from ptodsl.simulator import SimulationError
 
 
@@ -232,3 +232,108 @@ def test_a_wrong_triangle_fails(old, new, tmp_path):
     report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+POSITIONS = """kernel positions
+dims B = 8, N = 64, M = 32
+input x: f32[B, N, M]
+output y: i64[B, M]
+y = argmax(x, axis=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the last of tied maxima instead of the first (torch's rule)
+        ("        _r1 = pypto.amin(", "        _r1 = pypto.amax("),
+        # the position of the minimum: argmin for argmax
+        ("pypto.amax(x, 1, keepdim=True)", "pypto.amin(x, 1, keepdim=True)"),
+        # positions counted from 1
+        ("1.0, pypto.DT_FP32), 1) - 1.0)", "1.0, pypto.DT_FP32), 1) - 0.0)"),
+        # int32 where torch returns int64
+        ("return y.reshape((8, 32))", "return y.reshape((8, 32)).int()"),
+    ],
+    ids=["last_of_ties", "argmin", "from_one", "int32"],
+)
+def test_a_wrong_arg_reduction_fails(old, new, tmp_path):
+    """check's inputs to an argmax are rounded to quarters, so that a quarter of the rows
+    have tied maxima and the tie rule is judged."""
+    spec = compiled(POSITIONS)
+    assert run_check(spec).ok
+    try:
+        report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    except SimulationError as error:  # pypto's own verification stopped it: no PASS either
+        assert "FAILED" in str(error)
+        return
+    assert not report.ok
+
+
+PRODUCTS = """kernel products
+dims R = 16, C = 24
+input x: f32[R, C]
+output p: f32[R]
+output q: f32[R, C]
+p = prod(x, axis=1)
+q = cumprod(x, axis=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new, wrong",
+    [
+        # the signs dropped: products of |x|
+        ("p[:] = pypto.exp(_r0) * (", "p[:] = pypto.exp(_r0) * 0.0 + 1.0 * (1.0 + 0.0 * ", "p"),
+        ("* ((_t1 - pypto.floor(_t1 * 0.5) * 2.0) * -2.0 + 1.0)", "", "q"),
+        # the count of negative factors halved rounding up: odd counts give the wrong sign
+        ("pypto.floor(_t0 * 0.5)", "pypto.floor(_t0 * 0.5 + 0.5)", "p"),
+        # each element's own factor left out (an exclusive running product)
+        ("pypto.exp(pypto.cumsum(_t3, 1))", "pypto.exp(pypto.cumsum(_t3, 1) - _t3)", "q"),
+    ],
+    ids=["prod_unsigned", "cumprod_unsigned", "parity_rounded_up", "cumprod_exclusive"],
+)
+def test_a_wrong_product_fails(old, new, wrong, tmp_path):
+    spec = compiled(PRODUCTS)
+    assert run_check(spec).ok
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    assert not report.ok
+    failed = {o.name for o in report.outputs if not o.ok}
+    assert wrong in failed
+
+
+GATHERED = """kernel gathered
+dims N = 64, C = 10
+input logits: f32[N, C]
+input targets: i64[N * 1] in range(C)
+input keep: bool[N, C]
+output picked: f32[N]
+picked = sum(where(index(logits, axis=1) == targets, logits, 0.0) * keep, axis=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the class after the target's
+        ("== pypto.cast(targets, pypto.DT_FP32)", "== pypto.cast(targets, pypto.DT_FP32) + 1.0"),
+        # the mask ignored, or inverted
+        ("* pypto.cast(keep, pypto.DT_FP32)", "* 1.0"),
+        ("* pypto.cast(keep, pypto.DT_FP32)", "* (1.0 - pypto.cast(keep, pypto.DT_FP32))"),
+    ],
+    ids=["target_off_by_one", "mask_ignored", "mask_inverted"],
+)
+def test_a_wrong_gather_or_mask_fails(old, new, tmp_path):
+    """check draws class indices within range(C) and masks with both values."""
+    spec = compiled(GATHERED)
+    assert run_check(spec).ok
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_inputs_of_an_arg_reduction_have_tied_extrema():
+    """Without ties, a kernel returning the last of equal maxima would pass."""
+    case = spec_case(compiled(POSITIONS), seed=0)
+    (x,) = case.inputs
+    tied = (x == x.amax(dim=1, keepdim=True)).sum(dim=1) > 1
+    assert 0.1 < float(tied.double().mean()) < 0.9

@@ -77,7 +77,26 @@ CASES = {
     "reduction_unknown_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M]\n"
     "y = sum(x, dim=1)\n",
     "reduction_of_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[]\ny = sum(a)\n",
-    "prod": HEADER + "input x: f32[M, N]\noutput y: f32[M]\ny = prod(x, axis=1)\n",
+    "prod_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[]\ny = prod(x, axis=[0, 1])\n",
+    "argmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: i64[]\ny = argmax(x)\n",
+    "argmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: i64[]\ny = argmax(x, axis=[0, 1])\n",
+    "argmax_into_float_output": HEADER + "input x: f32[M, N]\noutput y: f32[M]\n"
+    "y = argmin(x, axis=1)\n",
+    "float_into_integer_output": HEADER + "input x: f32[M, N]\noutput y: i64[M]\n"
+    "y = sum(x, axis=1)\n",
+    "bool_output": HEADER + "input x: f32[M, N]\noutput y: bool[M, N]\ny = x\n",
+    "integer_input_without_range": HEADER + "input t: i64[M]\noutput y: f32[M]\ny = t * 2.0\n",
+    "range_on_a_float_input": HEADER + "input t: f32[M] in range(N)\noutput y: f32[M]\n"
+    "y = t * 2.0\n",
+    "range_without_count": HEADER + "input t: i64[M] in range\noutput y: f32[M]\ny = t * 2.0\n",
+    "bool_input_with_domain": HEADER + "input m: bool[M] in positive\noutput y: f32[M]\n"
+    "y = m * 2.0\n",
+    "integer_weight": HEADER + "weight w: i32[M] = ones\noutput y: f32[M]\ny = w * 2.0\n",
+    "integer_matmul": HEADER + "input a: i32[M, N] in range(M)\ninput b: f32[N, M]\n"
+    "output y: f32[M, M]\ny = a @ b\n",
+    "index_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * index(x)\n",
+    "where_on_a_float_tensor": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = where(x, x, 0.0)\n",
     "softmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = softmax(x)\n",
     "softmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = softmax(x, axis=[0, 1])\n",

@@ -19,7 +19,7 @@ from ptodsl.checking import (
     run_check,
 )
 from ptodsl.codegen import emit_kernelbench
-from ptodsl.coverage import by_number
+from ptodsl.coverage import by_number, run_coverage
 from ptodsl.error_bounds import element_bound
 from ptodsl.simulator import SimulationError, run_model
 
@@ -192,3 +192,12 @@ def test_coverage_command_prints_a_table_and_fails_on_a_problem_without_spec(tmp
     assert "| PASS " in rows["19"] and "19_relu.pto" in rows["19"]
     assert "| NO SPEC " in rows["999"]
     assert "1 of 2 problems pass." in result.stdout
+
+
+def test_coverage_judges_outputs_below_f32_resolution_at_a_smaller_shape():
+    """#50's products of 256 values are about 1e-71: zeros would pass at full shape. The row
+    passes only at the halved dims where the check can tell, and says so."""
+    (row,) = run_coverage(PROBLEMS, SPECS, only=[50])
+    assert row.verdict == "PASS", row
+    assert row.note.startswith("checked at batch_size=4, dim1=64, dim2=64: at full shape")
+    assert 0 < row.max_abs_error < 1e-6

@@ -95,6 +95,9 @@ REDUCTION_ATTRIBUTES = {
     "logsumexp": ir.AlongKeep(1, keepdim=True),
     "triu": ir.Triangle(0),
     "tril": ir.Triangle(-1),
+    "prod": ir.Reduce((1,), keepdim=False),
+    "argmax": ir.Reduce((1,), keepdim=False),
+    "argmin": ir.Reduce((1,), keepdim=True),
 }
 
 
@@ -107,7 +110,8 @@ def test_every_rule_produces_target_forms():
         operands = tuple(x if kind == "t" else c for kind in kinds.split(","))
         node = ir.op(name, *operands, span=x.span)
         flags = {flag: True for flag in variant.rstrip("]").split(",") if flag}
-        op_attrs = ir.Scan(1, **flags) if name == "cumsum" else REDUCTION_ATTRIBUTES.get(name)
+        scan = name in ("cumsum", "cumprod")
+        op_attrs = ir.Scan(1, **flags) if scan else REDUCTION_ATTRIBUTES.get(name)
         node = attrs.evolve(node, attrs=op_attrs)
         assert not PYPTO_0_2_0.supports(node), f"{rule_form} is supported: its rule never fires"
         kernel = ir.Kernel("k", (), (), (), (), (ir.Let("v", node, x.span),))

@@ -60,8 +60,8 @@ def test_the_verifier_catches_broken_ir():
     undefined = attrs.evolve(store, value=ir.Ref("z", store.value.type, store.span))
     broken(attrs.evolve(checked, body=(undefined,)), "check", "reads `z` before it is defined")
     broken(attrs.evolve(checked, body=()), "check", "output `y` is never stored")
-    unknown = checked.map_body(lambda n: attrs.evolve(n, op="cumprod") if n is store.value else n)
-    broken(unknown, "check", "no op `cumprod`")
+    unknown = checked.map_body(lambda n: attrs.evolve(n, op="cummax") if n is store.value else n)
+    broken(unknown, "check", "no op `cummax`")
     reshaped = attrs.evolve(store.value, type=ir.TensorType((64, 1), ir.DType.F32))
     broken(attrs.evolve(checked, body=(attrs.evolve(store, value=reshaped),)), "check", "shape")
     # a form the target lacks, after legalize
