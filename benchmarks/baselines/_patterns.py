@@ -15,6 +15,7 @@ cached kernel from the torch inputs' shapes, allocate the outputs and launch it.
 """
 
 import functools
+import math
 
 import pypto
 import torch
@@ -27,6 +28,9 @@ from benchmarks.baselines._common import (
 )
 
 FLAT_TILE = (8192,)  # rule book: 1-D (flattened) elementwise vec tile
+# The rule book's flattened patterns run at rank 2 (`flat_layout`): tiles of the same 8192
+# contiguous elements on hardware, which pypto 0.2.0's cost model charges by their bytes (it
+# charges a rank-1 copy as one element: issue 13).
 ROW_TILE = (1, 16384)  # rule book: 2-D row reductions, one row per tile
 AXIS_TILE = (1, 16, 256)  # rule book: single-axis 3-D reductions
 # Rule book: set_cube_tile_shapes([128, 128], [32, 128], [256, 256], True, False). pypto 0.2.0's
@@ -181,18 +185,34 @@ def single(compute, inputs, out_shapes=None, *, params=(), tile):
     return chunk_map(compute, inputs, (), out_shapes, params=params, vec_tile=tile, loop=False)
 
 
+def flat_layout(shape):
+    """The flattened layout at rank 2 and its tile of 8192 contiguous elements: the tensor's
+    own rows [size / last, last] with tile [1, 8192] (rows a multiple of 8192) or
+    [8192 / last, last] (rows of 512 or more dividing 8192; shorter rows as tile rows crash
+    pypto's SIM); else rows of 8192 (one row when they do not divide the size)."""
+    size, last, flat = math.prod(shape), shape[-1] if shape else 1, FLAT_TILE[0]
+    if last % flat == 0:
+        return (size // last, last), (1, flat)
+    if flat % last == 0 and last >= 512:
+        return (size // last, last), (flat // last, last)
+    if size % flat == 0:
+        return (size // flat, flat), (1, flat)
+    return (1, size), (1, flat)
+
+
 def flat_map(compute, inputs, n_out=1, params=()):
-    """Pattern A: elementwise on inputs of one shape, flattened to 1-D with vec tile 8192;
-    loops over TARGET_LOOP_COUNT chunks only past MAX_TILES tiles. Returns the outputs in the
-    inputs' shape (a tuple when n_out > 1)."""
-    shape, size = inputs[0].shape, inputs[0].numel()
+    """Pattern A: elementwise on inputs of one shape, flattened (`flat_layout`: rank 2, 8192
+    contiguous elements per tile); loops over TARGET_LOOP_COUNT chunks of rows only past
+    MAX_TILES tiles. Returns the outputs in the inputs' shape (a tuple when n_out > 1)."""
+    shape = inputs[0].shape
+    rows, tile = flat_layout(tuple(shape))
     outputs = chunk_map(
         compute,
-        [t.reshape(size) for t in inputs],
-        out_shapes=[(size,)] * n_out,
+        [t.reshape(rows) for t in inputs],
+        out_shapes=[rows] * n_out,
         params=params,
-        vec_tile=FLAT_TILE,
-        loop=auto_tiles((size,), FLAT_TILE) > MAX_TILES,
+        vec_tile=tile,
+        loop=auto_tiles(rows, tile) > MAX_TILES,
     )
     results = tuple(out.reshape(shape) for out in outputs)
     return results if n_out > 1 else results[0]
@@ -225,39 +245,44 @@ def norm_map(compute, x, whole=(), *, params=(), tile, sliced=(), axis=0, pass_s
 
 
 @functools.cache
-def sum_kernel(terms, size, n_in, scale, params):
-    """Pattern D/E: [1] <- sum(terms(*inputs, *params)) * scale over n_in [size] inputs, vec
-    tile 8192; past MAX_TILES tiles it loops over TARGET_LOOP_COUNT chunks and accumulates into
-    the output itself (pypto 0.2.0 loses sums accumulated in a pypto.zeros temporary)."""
-    loop = auto_tiles((size,), FLAT_TILE) > MAX_TILES
+def sum_kernel(terms, shape, n_in, scale, params):
+    """Pattern D/E: [1, 1] <- sum(terms(*inputs, *params)) * scale over n_in flattened
+    inputs (`flat_layout`; each row summed, then the rows); past MAX_TILES tiles it loops
+    over TARGET_LOOP_COUNT chunks of rows and accumulates into the output itself (pypto 0.2.0
+    loses sums accumulated in a pypto.zeros temporary)."""
+    rows, tile = flat_layout(shape)
+    loop = auto_tiles(rows, tile) > MAX_TILES
+
+    def total_of(values):
+        return pypto.sum(pypto.sum(values, 1, keepdim=True), 0, keepdim=True)
 
     def body(*tensors):
         inputs, total = tensors[:-1], tensors[-1]
-        pypto.set_vec_tile_shapes(*FLAT_TILE)
+        pypto.set_vec_tile_shapes(*tile)
         if not loop:
-            total[:] = pypto.sum(terms(*inputs, *params), 0, keepdim=True) * scale
+            total[:] = total_of(terms(*inputs, *params)) * scale
             return
 
         def chunk(_, off, length):
-            parts = [pypto.view(t, [length], [off]) for t in inputs]
-            total[:] = total + pypto.sum(terms(*parts, *params), 0, keepdim=True)
+            parts = [pypto.view(t, [length, rows[1]], [off, 0]) for t in inputs]
+            total[:] = total + total_of(terms(*parts, *params))
 
-        total[:] = pypto.zeros([1], dtype=pypto.DT_FP32)
-        for_chunks(size, chunk)
+        total[:] = pypto.zeros([1, 1], dtype=pypto.DT_FP32)
+        for_chunks(rows[0], chunk)
         total[:] = total * scale
 
     return build_kernel(
-        tensor_specs([((size,), torch.float32)] * n_in + [((1,), torch.float32)]), body
+        tensor_specs([(rows, torch.float32)] * n_in + [((1, 1), torch.float32)]), body
     )
 
 
 def flat_sum(terms, inputs, scale, params=()):
     """Run sum_kernel on flattened fp32 inputs; returns the 0-d result (0-d kernel outputs fail
     in pypto 0.2.0: the kernel writes shape [1], reshaped here)."""
-    size = inputs[0].numel()
-    kernel = sum_kernel(terms, size, len(inputs), scale, tuple(params))
-    total = torch.empty((1,), dtype=torch.float32, device=inputs[0].device)
-    kernel(*(t.contiguous().reshape(size) for t in inputs), total)
+    shape = tuple(inputs[0].shape)
+    kernel = sum_kernel(terms, shape, len(inputs), scale, tuple(params))
+    total = torch.empty((1, 1), dtype=torch.float32, device=inputs[0].device)
+    kernel(*(t.contiguous().reshape(flat_layout(shape)[0]) for t in inputs), total)
     return total.reshape(())
 
 
