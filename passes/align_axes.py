@@ -104,8 +104,11 @@ class _Aligner:
                 if node.attrs.keepdim
                 else [axis for position, axis in enumerate(operand) if position not in axes]
             )
-        elif node.op in POSITIONAL:
-            frame = self.frame(node.operands[0])  # the same axes, `axis` running along one
+        elif ops.lookup(node.op).kind is ops.Kind.CONCAT:
+            frame = self.broadcast(node)  # the same axes, of other sizes along `axis`
+        elif node.op in POSITIONAL or ops.lookup(node.op).kind is ops.Kind.SLICE:
+            # the same axes; a scan or a count runs along one, a crop shortens some
+            frame = self.frame(node.operands[0])
         elif ops.lookup(node.op).kind in _BROADCASTING:
             frame = self.broadcast(node)
         else:  # a window treated as elementwise would be a wrong kernel, not an error
@@ -226,6 +229,14 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             rebuilt = attrs.evolve(
                 rebuilt, attrs=attrs.evolve(node.attrs, axis=order.index(scanned))
             )
+        if isinstance(node.attrs, ir.Slice):
+            at = {
+                order.index(find(axis)): position
+                for position, axis in enumerate(aligner.frame(node.operands[0]))
+            }
+            starts = tuple(node.attrs.starts[at[p]] if p in at else 0 for p in range(len(order)))
+            stops = tuple(node.attrs.stops[at[p]] if p in at else None for p in range(len(order)))
+            rebuilt = attrs.evolve(rebuilt, attrs=ir.Slice(starts, stops))
         return rebuilt
 
     body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)

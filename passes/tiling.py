@@ -65,14 +65,15 @@ def is_matmul(stmt: ir.Stmt) -> bool:
 
 
 def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
-    """The shape a statement's ops run over: the broadcast of every tensor in it (for a
-    matmul, its result: the operands keep layouts of their own)."""
+    """The shape a statement's ops run over: the broadcast of every tensor in it, the longest
+    extent along an axis a crop or a concatenation changes (for a matmul, its result: the
+    operands keep layouts of their own)."""
     shape = stmt.value.type.shape
     if is_matmul(stmt):
         return shape
     for node in ir.walk(stmt.value):
         if isinstance(node.type, ir.TensorType):
-            shape = ir.broadcast_shapes(shape, node.type.shape)
+            shape = ir.covering_shape(shape, node.type.shape)
     return shape
 
 
@@ -109,6 +110,20 @@ def reduction_aligned(tile: tuple[int, ...], itemsize: int, target: Target) -> t
         rest = math.prod(outer) // outer[axis]
         outer[axis] = max(1, target.max_tile_elements // (last * rest))
     return (*outer, last)
+
+
+def _narrower_last_axis(kernel: ir.Kernel, statements: list[int], shape: tuple[int, ...]) -> bool:
+    """Whether a tensor of the phase is shorter along the last axis than the phase without
+    being a broadcast (a crop's or a concatenation's operand): pypto then wants the last-axis
+    tile 32-byte aligned, as for a reduced tensor (a [16, 301] tile on a [16, 1] crop fails)."""
+
+    def narrower(node: ir.Expr) -> bool:
+        if not isinstance(node.type, ir.TensorType) or node.type.shape[-1] == shape[-1]:
+            return False
+        cropped = isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.SLICE
+        return cropped or node.type.shape[-1] != 1
+
+    return any(narrower(node) for i in statements for node in ir.walk(kernel.body[i].value))
 
 
 def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
@@ -227,7 +242,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe, last_axis_cap)
-        if row_reductions:
+        if row_reductions or _narrower_last_axis(kernel, indexes, shape):
             tile = reduction_aligned(tile, itemsize, target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
     decisions = kernel.decisions

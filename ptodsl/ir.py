@@ -173,6 +173,18 @@ class Cast:
 
 
 @attrs.frozen
+class Slice:
+    """A static crop: per axis, where it starts and ends (None: the axis is not cut, which
+    passes may merge or split like any other)."""
+
+    starts: tuple[int, ...]
+    stops: tuple[int | None, ...]
+
+    def cut(self) -> frozenset[int]:
+        return frozenset(axis for axis, stop in enumerate(self.stops) if stop is not None)
+
+
+@attrs.frozen
 class Transposes:
     """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
 
@@ -187,7 +199,7 @@ class Expand:
     shape: tuple[int, ...]
 
 
-OpAttrs = Reduce | Along | Triangle | Cast | Transposes | Expand
+OpAttrs = Reduce | Along | Triangle | Cast | Slice | Transposes | Expand
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
@@ -219,6 +231,15 @@ def broadcast_shapes(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, .
     for a, b in itertools.zip_longest(reversed(lhs), reversed(rhs), fillvalue=1):
         if a != b and 1 not in (a, b):
             return None
+        result.append(max(a, b))
+    return tuple(reversed(result))
+
+
+def covering_shape(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes where they broadcast, else the longer extent per axis (a
+    crop or a concatenation gives one axis several extents)."""
+    result = []
+    for a, b in itertools.zip_longest(reversed(lhs), reversed(rhs), fillvalue=1):
         result.append(max(a, b))
     return tuple(reversed(result))
 

@@ -35,6 +35,8 @@ class Kind(enum.Enum):
     INDEX = "index"  # positions along `axis` of its operand (iota): like a scan, positional
     MASK = "mask"  # keeps part of a matrix by position (triu, tril): legalized with `index`
     CAST = "cast"  # converts each value to the dtype of its attributes
+    SLICE = "slice"  # a static crop (x[1:, :-1]): its cut axes are positional
+    CONCAT = "concat"  # two values joined along `axis` (cat): positional along it
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -328,7 +330,8 @@ def _exact_bound(compute: Callable[..., object], keeps_errors: bool = False) -> 
         (a,) = operands
         value = compute(t, a, attributes)
         if keeps_errors:
-            return value, compute(t, attrs.evolve(a, value=a.scale), attributes)
+            scale = a.scale.expand(a.value.shape)
+            return value, compute(t, attrs.evolve(a, value=scale), attributes)
         return value, t.zeros(value.shape, dtype=t.float64)
 
     return bound
@@ -411,6 +414,17 @@ def _cast() -> OpDef:
         attributes=ir.Cast,
         bound=_exact_bound(lambda t, a, attributes: a.value, True),
     )
+
+
+def _cropped(value, attributes: ir.Slice):
+    return value[tuple(map(slice, attributes.starts, attributes.stops))]
+
+
+def _concat_bound(t, operands, attributes):
+    """The operands' values and errors side by side: nothing rounds."""
+    a, b = operands
+    scales = [o.scale.expand(o.value.shape) for o in operands]
+    return t.cat([a.value, b.value], dim=attributes.axis), t.cat(scales, dim=attributes.axis)
 
 
 def _matmul_bound(t, operands, attributes):
@@ -770,6 +784,28 @@ _OPS = [
     _arg_reduction("argmax"),
     _arg_reduction("argmin"),
     _cast(),
+    # ---- crops and concatenation --------------------------------------------------------
+    OpDef(
+        "slice",
+        Kind.SLICE,
+        1,
+        torch="_crop({0}, {starts}, {stops})",
+        pypto="pypto.view({0}, {shape}, {starts})",
+        native="t",
+        attributes=ir.Slice,
+        bound=_exact_bound(lambda t, a, attributes: _cropped(a.value, attributes), True),
+    ),
+    OpDef(
+        "cat",
+        Kind.CONCAT,
+        2,
+        spec="cat",
+        torch="torch.cat([{0}, {1}], dim={axis})",
+        pypto="pypto.concat([{0}, {1}], {axis})",
+        native="t,t",
+        attributes=ir.Along,
+        bound=_concat_bound,
+    ),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -813,18 +849,24 @@ def spellings(dialect: str) -> dict[str, str]:
 
 
 # Ops whose result depends on positions along their `axis`, not only on values there.
-POSITIONAL = (Kind.SCAN, Kind.INDEX)
+POSITIONAL = (Kind.SCAN, Kind.INDEX, Kind.CONCAT)
 
 
 def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
-    """The axes the scans and position counts among these expressions run along: no pass
-    may merge one with another axis or split it with a loop."""
-    return frozenset(
-        node.attrs.axis
-        for value in values
-        for node in ir.walk(value)
-        if isinstance(node, ir.Op) and lookup(node.op).kind in POSITIONAL
-    )
+    """The axes the scans, position counts and concatenations among these expressions run
+    along, and the axes crops cut: no pass may merge one with another axis or split it
+    with a loop."""
+    axes: set[int] = set()
+    for value in values:
+        for node in ir.walk(value):
+            if not isinstance(node, ir.Op):
+                continue
+            kind = lookup(node.op).kind
+            if kind in POSITIONAL:
+                axes.add(node.attrs.axis)
+            elif kind is Kind.SLICE:
+                axes |= node.attrs.cut()
+    return frozenset(axes)
 
 
 def native_forms() -> frozenset[str]:
@@ -850,6 +892,8 @@ _REQUIRED = {
     Kind.INDEX: ("pypto", "attributes"),
     Kind.MASK: ("spec", "torch", "attributes"),
     Kind.CAST: ("torch", "pypto", "attributes"),
+    Kind.SLICE: ("torch", "pypto", "attributes"),
+    Kind.CONCAT: ("spec", "torch", "pypto", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
@@ -867,6 +911,8 @@ _ATTRIBUTE_FAMILY = {
     Kind.INDEX: ir.Along,
     Kind.MASK: ir.Triangle,
     Kind.CAST: ir.Cast,
+    Kind.SLICE: ir.Slice,
+    Kind.CONCAT: ir.Along,
     Kind.MATMUL: ir.Transposes,
 }
 

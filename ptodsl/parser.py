@@ -147,6 +147,28 @@ class _ToSyntax(Transformer):
     def dim_literal(self, meta, children):
         return s.DimRef(None, _integer(children[0]), _span(children[0]))
 
+    def dim_plus(self, meta, children):
+        name, offset = children
+        return s.DimRef(str(name), None, _span(meta), _integer(offset))
+
+    def dim_minus(self, meta, children):
+        name, offset = children
+        return s.DimRef(str(name), None, _span(meta), -_integer(offset))
+
+    def subscript(self, meta, children):
+        value, *slices = children
+        return s.Subscript(value, tuple(slices), _span(meta))
+
+    def slice(self, meta, children):
+        start, stop = children
+        return s.Slice(start, stop, _span(meta))
+
+    def signed_int(self, meta, children):
+        return _integer(children[0])
+
+    def negative_int(self, meta, children):
+        return -_integer(children[0])
+
     def let_stmt(self, meta, children):
         name, value = children
         return s.Let(str(name), value, _span(name))

@@ -40,6 +40,13 @@ def _scan(x, axis, reverse, exclusive, running):
 '''
 
 
+_CROP = '''
+def _crop(x, starts, stops):
+    """x[starts[0]:stops[0], ...]: a stop of None keeps the rest of its axis."""
+    return x[tuple(map(slice, starts, stops))]
+'''
+
+
 def _uses(kernel: ir.Kernel, wanted: Callable[[ir.Op], bool]) -> bool:
     return any(
         isinstance(node, ir.Op) and wanted(node)
@@ -98,6 +105,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         "",
         *([*_BATCHMEAN.splitlines(), ""] if _uses(kernel, lambda op: op.op == "batchmean") else []),
         *([*_SCAN.splitlines(), ""] if _uses(kernel, _scan_variant) else []),
+        *([*_CROP.splitlines(), ""] if _uses(kernel, lambda op: op.op == "slice") else []),
         "",
         f"def reference({signature}):",
     ]

@@ -80,18 +80,36 @@ class ListExpr:
     span: Span
 
 
-Expr = Number | Name | Bool | Unary | Binary | Compare | Call | Attribute | ListExpr
+@attrs.frozen
+class Slice:
+    """`start:stop` along one axis; None where the spec leaves a bound out."""
+
+    start: int | None
+    stop: int | None
+    span: Span
+
+
+@attrs.frozen
+class Subscript:
+    value: Expr
+    slices: tuple[Slice, ...]
+    span: Span
+
+
+Expr = Number | Name | Bool | Unary | Binary | Compare | Call | Attribute | ListExpr | Subscript
 
 # ---- declarations and statements ---------------------------------------------------------
 
 
 @attrs.frozen
 class DimRef:
-    """One axis in a declared shape: a dim name or a literal size."""
+    """One axis in a declared shape: a dim name (plus `offset`, as in `N + 1`) or a literal
+    size."""
 
     name: str | None
     size: int | None
     span: Span
+    offset: int = 0
 
 
 @attrs.frozen

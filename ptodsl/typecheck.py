@@ -29,6 +29,7 @@ MASKS = tuple(op.spec for op in ops.of_kind(ops.Kind.MASK))  # triu(x, diagonal=
 INDEX = next(op for op in ops.of_kind(ops.Kind.INDEX))  # index(x, axis=a): positions
 # argmax(x, axis=a): the first position of the extremum along one axis, as i64.
 ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
+CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
@@ -101,7 +102,7 @@ def _check_nesting(node: s.Expr, depth: int = 0) -> None:
         _check_nesting(node.rhs, depth + 1)
     elif isinstance(node, s.Unary):
         _check_nesting(node.operand, depth + 1)
-    elif isinstance(node, s.Attribute):
+    elif isinstance(node, s.Attribute | s.Subscript):
         _check_nesting(node.value, depth + 1)
     elif isinstance(node, s.Call | s.ListExpr):
         children = node.items if isinstance(node, s.ListExpr) else node.args
@@ -340,11 +341,13 @@ class _TypeChecker:
             **fields,
         )
 
-    @staticmethod
-    def dim_factors(type_expr: s.TensorTypeExpr) -> tuple[ir.DimFactor, ...]:
+    def dim_factors(self, type_expr: s.TensorTypeExpr) -> tuple[ir.DimFactor, ...]:
+        """Dim names, and literal sizes (an offset dim such as `N + 1` is its size)."""
         assert type_expr.dims is not None
         return tuple(
-            d.name if d.name is not None else d.size for entry in type_expr.dims for d in entry
+            d.name if d.name is not None and not d.offset else self.dim_size(d)
+            for entry in type_expr.dims
+            for d in entry
         )
 
     def declared_shape(self, type_expr: s.TensorTypeExpr) -> tuple[int, ...]:
@@ -372,7 +375,14 @@ class _TypeChecker:
             return dim.size
         if dim.name not in self.dims:
             raise SpecError(f"unknown dim `{dim.name}`", dim.span, note=self.dims_note())
-        return self.dims[dim.name].size
+        size = self.dims[dim.name].size + dim.offset
+        if size < 1:
+            raise SpecError(
+                f"`{dim.name} {'+' if dim.offset > 0 else '-'} {abs(dim.offset)}` is {size}: "
+                "a dimension must be at least 1",
+                dim.span,
+            )
+        return size
 
     def dims_note(self) -> str:
         if not self.dims:
@@ -462,6 +472,94 @@ class _TypeChecker:
 
     def expr_ListExpr(self, node: s.ListExpr) -> ir.Expr:  # noqa: N802
         raise SpecError("a list only goes to a keyword argument such as `axis=[1, 2]`", node.span)
+
+    def expr_Subscript(self, node: s.Subscript) -> ir.Expr:  # noqa: N802
+        """`x[a:b, c:]`: a static crop, bounds as in Python (negative from the end, clamped);
+        axes past the last slice are kept whole."""
+        value = self.expr(node.value)
+        if not isinstance(value.type, ir.TensorType):
+            raise SpecError("only a tensor can be sliced", node.value.span)
+        shape = value.type.shape
+        if len(node.slices) > len(shape):
+            raise SpecError(
+                f"{len(node.slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span
+            )
+        starts, stops = [], []
+        for axis, size in enumerate(shape):
+            if axis >= len(node.slices):
+                starts.append(0)
+                stops.append(None)
+                continue
+            cut = node.slices[axis]
+            start, stop, _ = slice(cut.start, cut.stop).indices(size)
+            if stop <= start:
+                raise SpecError(
+                    f"this slice of an axis of {size} is empty",
+                    cut.span,
+                    note="a slice keeps at least one element",
+                )
+            starts.append(start)
+            stops.append(None if (start, stop) == (0, size) else stop)
+        cropped = tuple(
+            size if stop is None else stop - start
+            for size, start, stop in zip(shape, starts, stops, strict=True)
+        )
+        if cropped == shape:
+            return value
+        cropped_type = attrs.evolve(value.type, shape=cropped)
+        return ir.Op(
+            "slice", (value,), cropped_type, node.span, ir.Slice(tuple(starts), tuple(stops))
+        )
+
+    def concat(self, node: s.Call) -> ir.Expr:
+        """cat([a, b, ...], axis=k): joined along k, equal elsewhere (no broadcasting, as in
+        torch); more than two nest pairwise."""
+        keywords = self.keywords(node, ("axis",))
+        if len(node.args) != 1 or not isinstance(node.args[0], s.ListExpr):
+            raise SpecError("`cat` takes a list of tensors, e.g. `cat([a, b], axis=1)`", node.span)
+        items = node.args[0].items
+        if len(items) < 2:
+            raise SpecError("`cat` joins two or more tensors", node.args[0].span)
+        values = [self.expr(item) for item in items]
+        for value, item in zip(values, items, strict=True):
+            if not isinstance(value.type, ir.TensorType):
+                raise SpecError("`cat` joins tensors, not scalars", item.span)
+        floats = [v.type.dtype for v in values if v.type.dtype.is_float]
+        values = [as_float(v, floats[0] if floats else ir.DType.F32) for v in values]
+        if "axis" not in keywords:
+            raise SpecError("`cat` needs `axis=`", node.span)
+        first = values[0].type
+        (axis,) = self.axes(keywords["axis"], first.rank, node.func)
+        joined = values[0]
+        for value, item in zip(values[1:], items[1:], strict=True):
+            other = value.type
+            rest = [s for a, s in enumerate(other.shape) if a != axis]
+            if other.rank != first.rank or rest != [
+                s for a, s in enumerate(joined.type.shape) if a != axis
+            ]:
+                raise SpecError(
+                    f"`cat` along axis {axis} joins {joined.type} and {other}: the other axes "
+                    "differ",
+                    item.span,
+                    note="cat does not broadcast: every other axis must match",
+                )
+            if other.dtype != first.dtype:
+                raise SpecError(
+                    f"`cat` mixes dtypes {first.dtype.value} and {other.dtype.value}", item.span
+                )
+            shape = tuple(
+                size + other.shape[a] if a == axis else size
+                for a, size in enumerate(joined.type.shape)
+            )
+            _check_elements(shape, node.span)
+            joined = ir.Op(
+                CONCAT.name,
+                (joined, value),
+                attrs.evolve(first, shape=shape),
+                node.span,
+                ir.Along(axis),
+            )
+        return joined
 
     def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
         raise SpecError(
@@ -557,6 +655,8 @@ class _TypeChecker:
             return self.arg_reduction(node)
         if name == INDEX.spec:
             return self.index(node)
+        if name == CONCAT.spec:
+            return self.concat(node)
         if name == "batchmean":
             (operand,) = self.positional(node, 1)
             return self.batchmean(operand, node.span)
@@ -579,7 +679,7 @@ class _TypeChecker:
             | set(AXIS_FUNCTIONS)
             | set(MASKS)
             | set(ARG_REDUCTIONS)
-            | {"where", "clamp", "batchmean", INDEX.spec}
+            | {"where", "clamp", "batchmean", INDEX.spec, CONCAT.spec}
         )
         raise SpecError(
             f"unknown function `{name}`", node.func_span, note="known: " + ", ".join(known)

@@ -15,6 +15,8 @@ Every stage:
   has its operand's type and runs along one of its axes, and so does a triangle mask; a
   position count has its operand's extent along its axis and 1 along the others.
 After `legalize`: every tensor op is a form the target supports (or a layout op).
+Throughout: a crop's bounds lie inside its operand, a concatenation's operands agree off its
+axis, a cast has its attributes' dtype, and no elementwise op computes on integers.
 After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
 order, a vector tile has its phase's rank, at least 2 (the cost model undercharges rank-1
@@ -160,6 +162,10 @@ class _Verifier:
             self.positions(node, where)
         elif kind is ops.Kind.CAST:
             self.conversion(node, where)
+        elif kind is ops.Kind.SLICE:
+            self.crop(node, where)
+        elif kind is ops.Kind.CONCAT:
+            self.concatenation(node, where)
         elif kind is ops.Kind.ARG_REDUCTION:
             self.reduction(node, where)
             if node.type.dtype is not ir.DType.I64 or len(node.attrs.axes) != 1:
@@ -178,6 +184,41 @@ class _Verifier:
             self.fail(f"{where}: `{node.op}` mixes dtypes")
         if not all(t.dtype.is_float for t in tensors) or not node.type.dtype.is_float:
             self.fail(f"{where}: `{node.op}` computes on integers (convert them first)")
+
+    def crop(self, node: ir.Op, where: str) -> None:
+        """A crop: per axis, its extent is stop - start within the operand, or the operand's
+        whole extent where the axis is not cut."""
+        (operand,) = node.operands
+        starts, stops, shape = node.attrs.starts, node.attrs.stops, operand.type.shape
+        if not len(starts) == len(stops) == len(shape) == node.type.rank:
+            self.fail(f"{where}: `slice` of {operand.type} with bounds of another rank")
+            return
+        for axis, (start, stop, size) in enumerate(zip(starts, stops, shape, strict=True)):
+            expected = size if stop is None else stop - start
+            if not (0 <= start and (stop is None or start < stop <= size)) or (
+                stop is None and start != 0
+            ):
+                self.fail(f"{where}: `slice` bounds {start}:{stop} on an axis of {size}")
+            elif node.type.shape[axis] != expected:
+                self.fail(f"{where}: `slice` along axis {axis} is {node.type} of {operand.type}")
+
+    def concatenation(self, node: ir.Op, where: str) -> None:
+        """Two values equal on every axis but `axis`, whose extents add up there."""
+        a, b = (o.type for o in node.operands)
+        axis = node.attrs.axis
+        expected = (
+            tuple(
+                x + y if i == axis else x
+                for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True))
+            )
+            if a.rank == b.rank
+            else None
+        )
+        others_match = a.rank == b.rank and all(
+            x == y for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)) if i != axis
+        )
+        if not others_match or node.type.shape != expected or a.dtype != b.dtype:
+            self.fail(f"{where}: `cat` along axis {axis} of {a} and {b} is {node.type}")
 
     def conversion(self, node: ir.Op, where: str) -> None:
         """A cast: its operand's shape, the dtype its attributes name."""

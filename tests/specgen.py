@@ -1,6 +1,6 @@
 """Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
 params, constants and reductions, scans, masks (triangles and bool inputs), positions,
-products and arg-reductions, on shapes of rank 1 to 4 with primes and size-1 axes.
+products, arg-reductions, crops and concatenations, on shapes of rank 1 to 4 with primes and size-1 axes.
 
 `generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
 its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
@@ -238,6 +238,14 @@ class _Builder:
         if extra_rng.random() < 0.1 and short:
             axis = extra_rng.choice(short)
             value = _Value(f"cumprod(0.5 + sigmoid({value.text}), axis={axis})", value.shape, True)
+        if extra_rng.random() < 0.08 and value.shape and value.shape[0] >= 3:
+            cropped = (value.shape[0] - 2, *value.shape[1:])
+            value = _Value(f"({value.text})[1:-1]", cropped, value.positive)
+        if extra_rng.random() < 0.08 and value.shape:
+            axis = extra_rng.randrange(len(value.shape))
+            joined = tuple(2 * s if a == axis else s for a, s in enumerate(value.shape))
+            text = f"cat([{value.text}, {value.text} * 0.5], axis={axis})"
+            value = _Value(text, joined, value.positive)
         output_dtype = None
         if rng.random() < 0.3:
             statements.append(f"let t = {value.text}")

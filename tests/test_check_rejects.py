@@ -337,3 +337,32 @@ def test_inputs_of_an_arg_reduction_have_tied_extrema():
     (x,) = case.inputs
     tied = (x == x.amax(dim=1, keepdim=True)).sum(dim=1) > 1
     assert 0.1 < float(tied.double().mean()) < 0.9
+
+
+CROPPED = """kernel shifted
+dims B = 16, N = 300
+input x: f32[B, N]
+output y: f32[B - 1, N + 1]
+let shifted = cat([x[:, :1] * 0.0, x], axis=1)
+y = cumsum(shifted[1:], axis=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the crop from the other end: rows 0..14 instead of 1..15
+        ("[15, 301], [1, 0]", "[15, 301], [0, 0]"),
+        # the zero column after the values instead of before them
+        ("[pypto.view(x, [16, 1], [0, 0]) * 0.0, x]", "[x, pypto.view(x, [16, 1], [0, 0]) * 0.0]"),
+        # the first column kept instead of zeroed
+        ("pypto.view(x, [16, 1], [0, 0]) * 0.0", "pypto.view(x, [16, 1], [0, 0]) * 1.0"),
+    ],
+    ids=["crop_other_end", "cat_order", "column_not_zeroed"],
+)
+def test_a_wrong_crop_or_concatenation_fails(old, new, tmp_path):
+    spec = compiled(CROPPED)
+    assert run_check(spec).ok
+    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0

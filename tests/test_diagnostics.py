@@ -97,6 +97,15 @@ CASES = {
     "index_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * index(x)\n",
     "where_on_a_float_tensor": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = where(x, x, 0.0)\n",
+    "empty_slice": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[2:2]\n",
+    "too_many_slices": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[:, :, 1:]\n",
+    "slice_of_a_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[M]\ny = a[1:]\n",
+    "slice_with_a_step": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[::2]\n",
+    "cat_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x, x])\n",
+    "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
+    "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
+    "output y: f32[M, N + 4]\ny = cat([x, z], axis=0)\n",
+    "dim_offset_below_one": HEADER + "input x: f32[M, N]\noutput y: f32[M - 4, N]\ny = x\n",
     "softmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = softmax(x)\n",
     "softmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = softmax(x, axis=[0, 1])\n",

@@ -25,6 +25,8 @@ CASES = {
     "99_triplet_margin_loss": {"batch_size": 10, "dim": 512},
     "89_cumsum": {"batch_size": 13, "n": 512},  # rows looped, never the scanned axis
     "91_cumsum_reverse": {"batch_size": 11, "n": 300},  # a row total beside the scan
+    "51_argmax_dim": {"batch_size": 7, "dim1": 64, "dim2": 40},  # positions, not looped
+    "90_cumprod": {"batch_size": 13, "N": 300},  # two running sums and their signs
 }
 
 
@@ -33,5 +35,23 @@ def test_looped_kernel_matches_reference(example):
     spec = EXAMPLE_BY_STEM[example].read_text()
     compiled = ptodsl.compile(spec, name=f"{example}.pto", dims=CASES[example], target=TINY)
     assert any(phase["loop"] for phase in compiled.plan["kernels"][0]["phases"]), "no loop"
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
+
+
+SHIFTED_ROWS = """kernel shifted_rows
+dims M = 29, N = 300
+input x: f32[M, N]
+output y: f32[M, N + 1]
+y = cumsum(cat([x[:, :1] * 0.0, x], axis=1), axis=1) + x[:, 1:2]
+"""
+
+
+def test_crops_and_joins_along_a_row_loop_over_the_rows():
+    """The crop and the join cut only the last axis: the rows are looped, each block cropping
+    and joining its own rows."""
+    compiled = ptodsl.compile(SHIFTED_ROWS, name="shifted_rows.pto", target=TINY)
+    (phase,) = compiled.plan["kernels"][0]["phases"]
+    assert phase["loop"] and phase["loop"]["axis"] == 0
     report = run_check(compiled)
     assert report.ok, report.to_json()
