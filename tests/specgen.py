@@ -1,6 +1,7 @@
 """Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
 params, constants and reductions, scans, masks (triangles and bool inputs), positions,
-products, arg-reductions, crops and concatenations, on shapes of rank 1 to 4 with primes and size-1 axes.
+products, arg-reductions, crops and concatenations, on shapes of rank 1 to 4 with primes and
+size-1 axes.
 
 `generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
 its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
