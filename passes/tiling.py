@@ -214,7 +214,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         if groups and not follows_matmul and _joins(stmt, shape, groups[-1][0]):
             groups[-1][1].append(index)
         else:
-            groups.append((shape, [index], stmt.value.type.dtype.itemsize))
+            groups.append((shape, [index], ir.compute_itemsize(stmt.value)))
     phases = []
     for shape, indexes, itemsize in groups:
         if is_matmul(kernel.body[indexes[0]]):

@@ -235,6 +235,19 @@ def broadcast_shapes(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, .
     return tuple(reversed(result))
 
 
+def compute_itemsize(expr: Expr) -> int:
+    """Bytes per element of the float dtype an expression computes in: its own, or for an
+    integer result (a position), its widest float operand's (f32 when it has none)."""
+    if isinstance(expr.type, TensorType) and expr.type.dtype.is_float:
+        return expr.type.dtype.itemsize
+    floats = [
+        node.type.dtype.itemsize
+        for node in walk(expr)
+        if isinstance(node.type, TensorType) and node.type.dtype.is_float
+    ]
+    return max(floats, default=DType.F32.itemsize)
+
+
 def covering_shape(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
     """The broadcast of two shapes where they broadcast, else the longer extent per axis (a
     crop or a concatenation gives one axis several extents)."""

@@ -49,7 +49,7 @@ def _loop(loop: ir.Loop) -> dict:
 
 def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
     assert kernel.schedule is not None, "the plan exists after tiling"
-    itemsize = kernel.outputs[0].type.dtype.itemsize
+    itemsize = ir.compute_itemsize(kernel.body[-1].value)
 
     def tensors(group: tuple[ir.Tensor, ...]) -> dict:
         return {

@@ -943,6 +943,9 @@ class _TypeChecker:
         if isinstance(condition, s.Compare):
             lhs, rhs = self.expr(condition.lhs), self.expr(condition.rhs)
             compare = self.elementwise(condition.op, (lhs, rhs), condition.span)
+            if ir.is_scalar(compare):
+                raise SpecError("the condition of `where` must compare a tensor", condition.span)
+            if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
         else:
             mask = self.expr(condition)
             if not (isinstance(mask.type, ir.TensorType) and mask.type.dtype is ir.DType.BOOL):
@@ -950,10 +953,12 @@ class _TypeChecker:
                     "the condition of `where` must be a comparison or a bool tensor",
                     condition.span,
                 )
+            if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
+            # the mask as 0/1 in the branches' float dtype, compared with 0
+            branches = [b.type.dtype for b in (if_true, if_false) if not ir.is_scalar(b)]
+            floats = [dtype for dtype in branches if dtype.is_float]
+            mask = as_float(mask, floats[0] if floats else ir.DType.F32)
             compare = self.elementwise("ne", (mask, ir.Const(0.0, condition.span)), mask.span)
-        if ir.is_scalar(compare):
-            raise SpecError("the condition of `where` must compare a tensor", condition.span)
-        if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
         return self.elementwise("where", (compare, if_true, if_false), node.span)
 
     def elementwise(self, op: str, operands: tuple[ir.Expr, ...], span: Span) -> ir.Expr:

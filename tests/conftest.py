@@ -23,7 +23,7 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 CI_DIMS = {
     "5_matrix_scalar_multiply": {"M": 1024},
     # products of 256 randn values underflow f32 (about 1e-71): 8 factors keep them visible
-    "50_prod_dim": {"dim1": 8},
+    "50_prod_dim": {"dim1": 8, "dim2": 8},  # dim2 shares its size: both scale (--dim)
     "33_batch_norm": {"H": 32, "W": 32},
     "35_group_norm": {"H": 32, "W": 32},
     "36_rms_norm": {"H": 32, "W": 32},
