@@ -21,13 +21,6 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
 # Scans and position counts: the same axes as their operand, working along one of them.
 POSITIONAL = tuple(op.name for op in ops.of_kind(*ops.POSITIONAL))
-_BROADCASTING = (
-    ops.Kind.ARITHMETIC,
-    ops.Kind.ELEMENTWISE,
-    ops.Kind.COMPARISON,
-    ops.Kind.SELECT,
-    ops.Kind.CAST,
-)
 Frame = list[int]  # an axis id per dimension of a tensor
 
 
@@ -109,7 +102,7 @@ class _Aligner:
         elif node.op in POSITIONAL or ops.lookup(node.op).kind is ops.Kind.SLICE:
             # the same axes; a scan or a count runs along one, a crop shortens some
             frame = self.frame(node.operands[0])
-        elif ops.lookup(node.op).kind in _BROADCASTING:
+        elif ops.lookup(node.op).kind in ops.BROADCASTING:
             frame = self.broadcast(node)
         else:  # a window treated as elementwise would be a wrong kernel, not an error
             raise ops.UnknownOp(f"align_axes cannot lay out op `{node.op}`")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
@@ -29,7 +29,11 @@ def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
 
 
 def _one_axis_broadcasts(node: ir.Expr) -> ir.Expr:
-    if not isinstance(node, ir.Op) or ir.is_scalar(node) or node.op in ("expand", "matmul"):
+    """Only ops that broadcast: a crop's or a reduction's operand is larger than its result,
+    a position count reads only its operand's shape."""
+    if not isinstance(node, ir.Op) or ir.is_scalar(node):
+        return node
+    if ops.lookup(node.op).kind not in ops.BROADCASTING:
         return node
     result = node.type.shape
     operands = tuple(

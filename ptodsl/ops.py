@@ -848,6 +848,9 @@ def spellings(dialect: str) -> dict[str, str]:
     return table
 
 
+# Ops that apply element by element and broadcast their operands (NumPy's rules).
+BROADCASTING = (Kind.ARITHMETIC, Kind.ELEMENTWISE, Kind.COMPARISON, Kind.SELECT, Kind.CAST)
+
 # Ops whose result depends on positions along their `axis`, not only on values there.
 POSITIONAL = (Kind.SCAN, Kind.INDEX, Kind.CONCAT)
 

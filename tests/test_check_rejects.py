@@ -18,6 +18,14 @@ def compiled(text: str, dims=None):
     return ptodsl.compile(text, name="case.pto", dims=dims, tuning=None)
 
 
+def rejected(tmp_path, text: str, old: str, new: str):
+    """The check passes the spec's own kernel; its report on the kernel with `old` made
+    `new`."""
+    spec = compiled(text)
+    assert run_check(spec).ok
+    return run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+
+
 def wrong_kernel(tmp_path, spec, old: str, new: str, count: int = 1):
     """The generated module of `spec` with `old` replaced by `new` (it must occur)."""
     source = spec.source
@@ -149,9 +157,7 @@ C = A @ B
     ids=["leading_axes_swapped", "rows_chunk_missing", "rows_mixed"],
 )
 def test_a_tensor_by_matrix_product_with_its_rows_wrong_fails(old, new, tmp_path):
-    spec = compiled(TENSOR_BY_MATRIX)
-    assert run_check(spec).ok
-    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    report = rejected(tmp_path, TENSOR_BY_MATRIX, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
 
@@ -293,9 +299,7 @@ q = cumprod(x, axis=1)
     ids=["prod_unsigned", "cumprod_unsigned", "parity_rounded_up", "cumprod_exclusive"],
 )
 def test_a_wrong_product_fails(old, new, wrong, tmp_path):
-    spec = compiled(PRODUCTS)
-    assert run_check(spec).ok
-    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    report = rejected(tmp_path, PRODUCTS, old, new)
     assert not report.ok
     failed = {o.name for o in report.outputs if not o.ok}
     assert wrong in failed
@@ -324,9 +328,7 @@ picked = sum(where(index(logits, axis=1) == targets, logits, 0.0) * keep, axis=1
 )
 def test_a_wrong_gather_or_mask_fails(old, new, tmp_path):
     """check draws class indices within range(C) and masks with both values."""
-    spec = compiled(GATHERED)
-    assert run_check(spec).ok
-    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    report = rejected(tmp_path, GATHERED, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
 
@@ -361,8 +363,6 @@ y = cumsum(shifted[1:], axis=1)
     ids=["crop_other_end", "cat_order", "column_not_zeroed"],
 )
 def test_a_wrong_crop_or_concatenation_fails(old, new, tmp_path):
-    spec = compiled(CROPPED)
-    assert run_check(spec).ok
-    report = run_check(spec, kernel_path=wrong_kernel(tmp_path, spec, old, new))
+    report = rejected(tmp_path, CROPPED, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
