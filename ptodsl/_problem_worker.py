@@ -59,8 +59,8 @@ def _describe(value: Any) -> str:
 
 
 def _number(what: str, value: Any) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ProblemFault(f"{what} is {_describe(value)}; ptodsl takes tensors and numbers")
+    if not isinstance(value, int | float):  # bools included: a flag such as return_indices
+        raise ProblemFault(f"{what} is {_describe(value)}; ptodsl takes tensors, numbers and bools")
     if isinstance(value, int) and abs(value) > 2**53:
         raise ProblemFault(f"{what} is the integer {value}, too large for a kernel scalar")
     return value

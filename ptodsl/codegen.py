@@ -195,7 +195,15 @@ def _factory(kernel: ir.Kernel) -> list[str]:
 
 
 def _init_argument(param: ir.Param) -> str:
-    annotation = "tuple" if isinstance(param.default, tuple) else "int" if param.fixed else "float"
+    annotation = (
+        "tuple"
+        if isinstance(param.default, tuple)
+        else "bool"
+        if isinstance(param.default, bool)
+        else "int"
+        if param.fixed
+        else "float"
+    )
     if param.default is None:
         return f"{param.name}: {annotation}"
     return f"{param.name}: {annotation} = {ir.format_value(param.default)}"

@@ -302,7 +302,7 @@ class Dim:
     span: Span
 
 
-ParamValue = float | int | tuple[int, ...]
+ParamValue = float | int | bool | tuple[int, ...]
 
 
 @attrs.frozen

@@ -118,6 +118,15 @@ def _safe_ratio(t, numerator, denominator):
     return ratio.where(numerator != 0, t.zeros_like(numerator))
 
 
+def _selected_scale(t, v, a, b):
+    """The error of max(a, b) or min(a, b) is the selected operand's, unless the other is
+    within their errors of it (either may be selected): a padding value that is never
+    selected (max pooling's -3e38) leaves no error behind."""
+    selected = t.where(v == a.value, a.scale, b.scale)
+    close = (a.value - b.value).abs() <= _ARG_TIE_UNITS * (a.scale + b.scale)
+    return t.where(close, t.maximum(a.scale, b.scale), selected)
+
+
 def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
     """max(a, b) or min(a, b): torch spells a scalar bound as a clamp. The result is one of
     the operands, so it does not round."""
@@ -135,7 +144,7 @@ def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
         },
         pypto=f"pypto.{name}({{0}}, {{1}})",
         native="t,t t,s",
-        propagate=lambda t, v, a, b: t.maximum(a.scale, b.scale),
+        propagate=_selected_scale,
         rounds=False,
     )
 

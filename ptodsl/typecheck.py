@@ -40,6 +40,7 @@ DOMAINS = {
 }
 # `param dim: int = 1`: a construction argument the kernel is fixed for, never a kernel input.
 FIXED_PARAM_TYPE = "int"
+FIXED_FLAG_TYPE = "bool"  # `param return_indices: bool = false`: a fixed flag
 WEIGHT_INITS = ("ones", "zeros")
 # Integers reach the kernel's f32 arithmetic exactly up to 2^24.
 MAX_EXACT_INTEGER = 1 << 24
@@ -187,6 +188,15 @@ class _TypeChecker:
         if item.type.dtype == FIXED_PARAM_TYPE:
             value = self.fixed_value(item)
             self.params[item.name] = ir.Param(item.name, value, item.span, fixed=True)
+            return
+        if item.type.dtype == FIXED_FLAG_TYPE and item.type.dims is None:
+            if not isinstance(item.default, s.Bool):
+                raise SpecError(
+                    f"`bool` param `{item.name}` needs the value the kernel is built for",
+                    item.span if item.default is None else item.default.span,
+                    note=f"for example `param {item.name}: bool = false`",
+                )
+            self.params[item.name] = ir.Param(item.name, item.default.value, item.span, fixed=True)
             return
         _dtype(item.type.dtype, item.type.dtype_span)
         if item.type.dims is not None:

@@ -106,6 +106,8 @@ CASES = {
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
     "output y: f32[M, N + 4]\ny = cat([x, z], axis=0)\n",
     "dim_offset_below_one": HEADER + "input x: f32[M, N]\noutput y: f32[M - 4, N]\ny = x\n",
+    "bool_param_without_value": HEADER + "param flag: bool\ninput x: f32[M, N]\n"
+    "output y: f32[M, N]\ny = x\n",
     "softmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = softmax(x)\n",
     "softmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = softmax(x, axis=[0, 1])\n",
