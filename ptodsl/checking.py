@@ -53,9 +53,15 @@ def make_input(tensor: ir.Input, index: int, seed: int, ties: bool = False) -> t
         values = torch.randint(0, tensor.extent, shape, generator=generator)
         return values.to(TORCH_DTYPES[tensor.type.dtype])
     values = _real_values(tensor, index, shape, generator)
-    if ties:
-        values = torch.round(values * 4) / 4
+    if ties and tensor.domain in TIE_GRID:
+        low, high = TIE_GRID[tensor.domain]
+        values = (torch.round(values * 4) / 4).clamp(low, high)
     return values.to(TORCH_DTYPES[tensor.type.dtype])
+
+
+# Quarters that stay inside each domain when an arg-reduction's inputs are rounded for ties
+# (rounding would put 0 into `positive` and `unit`); softmax rows and signs are left alone.
+TIE_GRID = {"real": (-math.inf, math.inf), "positive": (0.25, math.inf), "unit": (0.25, 0.75)}
 
 
 def _real_values(

@@ -255,6 +255,8 @@ class _Builder:
         if extra_rng.random() < 0.1 and short:
             axis = extra_rng.choice(short)
             func = extra_rng.choice(["argmax", "argmin", "prod"])
+            if extra_inputs or any("cumprod(" in text for text in (*statements, value.text)):
+                func = "prod"  # positions in masked zeros or running products tie everywhere
             operand = f"0.5 + sigmoid({value.text})" if func == "prod" else value.text
             text = f"{func}({operand}, axis={axis})"
             shape = tuple(s for a, s in enumerate(value.shape) if a != axis)

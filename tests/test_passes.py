@@ -300,8 +300,17 @@ def test_isolate_reductions_binds_nested_reductions_and_writes_reductions_to_out
     ]
 
 
-def test_chain_reductions_reduces_one_axis_at_a_time_last_axis_last():
+def test_chain_reductions_reduces_one_axis_at_a_time_short_rows_first():
     decls = "dims A = 2, B = 3, C = 4\ninput x: f32[A, B, C]\n"
+    kernel = merge_axes(align_axes(kernel_of("output y: f32[B]\ny = sum(x, axis=[0, 2])\n", decls)))
+    assert values(chain_reductions(kernel)) == [
+        "sum(sum(x, axes=(2,), keepdim=True), axes=(0,), keepdim=True)"
+    ]
+
+
+def test_chain_reductions_keeps_long_rows_last():
+    """Row sums over rows longer than SHORT_ROW feeding another reduction spill UB."""
+    decls = "dims A = 2, B = 3, C = 8192\ninput x: f32[A, B, C]\n"
     kernel = merge_axes(align_axes(kernel_of("output y: f32[B]\ny = sum(x, axis=[0, 2])\n", decls)))
     assert values(chain_reductions(kernel)) == [
         "sum(sum(x, axes=(0,), keepdim=True), axes=(2,), keepdim=True)"
@@ -373,7 +382,7 @@ def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail()
         "0|   let t_chunk: f32[24, 64] = exp(x_chunk)",
         "0|   assemble t_chunk into t at [offset, 0]",
         "0|   let s_chunk: f32[1, 1] = "
-        "sum(sum(mul(t_chunk, t_chunk), axes=(0,), keepdim=True), axes=(1,), keepdim=True)",
+        "sum(sum(mul(t_chunk, t_chunk), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
         "0|   assemble s_chunk into s_parts at [i, 0]",
         "0| tail: the last 2 of axis 0, at 48",
         "0|   set vector tiles [2, 64]",  # the tail is shorter than the tile
@@ -381,7 +390,7 @@ def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail()
         "0|   let t_tail: f32[2, 64] = exp(x_tail)",
         "0|   assemble t_tail into t at [48, 0]",
         "0|   let s_tail: f32[1, 1] = "
-        "sum(sum(mul(t_tail, t_tail), axes=(0,), keepdim=True), axes=(1,), keepdim=True)",
+        "sum(sum(mul(t_tail, t_tail), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
         "0|   assemble s_tail into s_parts at [2, 0]",
         "0| # s: the partial results of the 3 blocks, combined.",
         "0| set vector tiles [3, 1]",
@@ -406,12 +415,12 @@ def test_materialise_accumulates_a_reduction_over_the_loop_axis_into_its_output(
         "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5",
         "0|   view x_chunk: f32[5, 512] of x at [offset, 0]",
         "0|   let y_chunk: f32[1, 1] = "
-        "sum(sum(x_chunk, axes=(0,), keepdim=True), axes=(1,), keepdim=True)",
+        "sum(sum(x_chunk, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
         "0|   accumulate y_chunk into y by sum, written when i == 0",
         "0| tail: the last 3 of axis 0, at 20",
         "0|   view x_tail: f32[3, 512] of x at [20, 0]",
         "0|   let y_tail: f32[1, 1] = "
-        "sum(sum(x_tail, axes=(0,), keepdim=True), axes=(1,), keepdim=True)",
+        "sum(sum(x_tail, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
         "0|   accumulate y_tail into y by sum",
     ]
 
