@@ -13,6 +13,7 @@ from ptodsl.pyexpr import (
     PythonEmitter,
     docstring_filename,
     emit_assignment,
+    emit_def,
     uses_math,
 )
 
@@ -228,7 +229,7 @@ def _init_lines(kernel: ir.Kernel) -> list[str]:
 
 
 def _model(kernel: ir.Kernel) -> list[str]:
-    init_signature = ", ".join(["self", *map(_init_argument, kernel.init_params)])
+    init_parameters = ["self", *map(_init_argument, kernel.init_params)]
     arguments = kernel.tensor_arguments
     forward_names = [t.name for t in arguments] + [p.name for p in kernel.forward_params]
     returns = ", ".join(o.name for o in kernel.outputs)
@@ -240,11 +241,11 @@ def _model(kernel: ir.Kernel) -> list[str]:
         "class ModelNew(torch.nn.Module):",
         f'    """{summary}"""',
         "",
-        f"    def __init__({init_signature}):",
+        *emit_def("__init__", init_parameters, "    "),
         "        super().__init__()",
         *_init_lines(kernel),
         "",
-        f"    def forward(self, {', '.join(forward_names)}):",
+        *emit_def("forward", ["self", *forward_names], "    "),
     ]
     for tensor in arguments:
         shape = _tuple_text(tensor.declared_shape)

@@ -165,6 +165,14 @@ def emit_assignment(
     return _layout(emitter, expr, indent, f"{target} = ", "", 0, width)
 
 
+def emit_def(name: str, parameters: list[str], indent: str, width: int = 99) -> list[str]:
+    """`def name(parameters):` on one line within `width`, else one parameter per line."""
+    line = f"{indent}def {name}({', '.join(parameters)}):"
+    if len(line) <= width:
+        return [line]
+    return [f"{indent}def {name}(", *(f"{indent}    {p}," for p in parameters), f"{indent}):"]
+
+
 def uses_math(kernel: ir.Kernel) -> bool:
     """Whether some scalar arithmetic spells itself with the `math` module."""
     return any(

@@ -13,6 +13,7 @@ from ptodsl.pyexpr import (
     PythonEmitter,
     docstring_filename,
     emit_assignment,
+    emit_def,
     uses_math,
 )
 
@@ -88,7 +89,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         default = "" if param.default is None else f"={ir.format_value(param.default)}"
         return f"{param.name}{default}"
 
-    signature = ", ".join(
+    parameters = (
         inputs
         + [p.name for p in forward_params]
         + (["*"] if init_params else [])
@@ -107,7 +108,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         *([*_SCAN.splitlines(), ""] if _uses(kernel, _scan_variant) else []),
         *([*_CROP.splitlines(), ""] if _uses(kernel, lambda op: op.op == "slice") else []),
         "",
-        f"def reference({signature}):",
+        *emit_def("reference", parameters, ""),
     ]
     for tensor in kernel.inputs:
         if tensor.declared_shape != tensor.type.shape:
@@ -121,7 +122,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         for o in kernel.outputs
     ]
     lines.append(f"    return {', '.join(outputs)}")
-    init_signature = ", ".join(["self", *(keyword(p) for p in kernel.init_params)])
+    init_parameters = ["self", *(keyword(p) for p in kernel.init_params)]
     forward_names = [t.name for t in kernel.tensor_arguments] + [p.name for p in forward_params]
     state = {t.name: f"self.{t.name}" for t in kernel.weights}
     call = ", ".join(
@@ -133,7 +134,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         "",
         "",
         "class Model(torch.nn.Module):",
-        f"    def __init__({init_signature}):",
+        *emit_def("__init__", init_parameters, "    "),
         "        super().__init__()",
         *(f"        self.{p.name} = {p.name}" for p in init_params),
         *(
@@ -142,7 +143,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
             for t in kernel.weights
         ),
         "",
-        f"    def forward(self, {', '.join(forward_names)}):",
+        *emit_def("forward", ["self", *forward_names], "    "),
         f"        return reference({call})",
     ]
     return "\n".join(lines) + "\n"
