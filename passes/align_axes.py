@@ -227,9 +227,8 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                 order.index(find(axis)): position
                 for position, axis in enumerate(aligner.frame(node.operands[0]))
             }
-            starts = tuple(node.attrs.starts[at[p]] if p in at else 0 for p in range(len(order)))
-            stops = tuple(node.attrs.stops[at[p]] if p in at else None for p in range(len(order)))
-            rebuilt = attrs.evolve(rebuilt, attrs=ir.Slice(starts, stops))
+            sources = [at.get(position) for position in range(len(order))]
+            rebuilt = attrs.evolve(rebuilt, attrs=node.attrs.moved(sources))
         return rebuilt
 
     body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)

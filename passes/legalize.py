@@ -261,8 +261,7 @@ def _arg_reduction(node: ir.Op) -> ir.Expr:
     count = _const(float(operand.type.shape[axis]), node)
     candidates = ir.op("where", hit, _positions(operand, axis, node), count, span=node.span)
     first = _reduce("amin", candidates, (axis,), keepdim, node)
-    dtype = node.type.dtype
-    return ir.Op("cast", (first,), attrs.evolve(first.type, dtype=dtype), node.span, ir.Cast(dtype))
+    return ir.cast(first, node.type.dtype)
 
 
 def _signed_magnitude(node: ir.Op, total: Callable[[ir.Expr], ir.Expr]) -> ir.Expr:
@@ -286,7 +285,6 @@ def _signed_magnitude(node: ir.Op, total: Callable[[ir.Expr], ir.Expr]) -> ir.Ex
 
 
 def _prod(node: ir.Op) -> ir.Expr:
-    (operand,) = node.operands
     axes, keepdim = node.attrs.axes, node.attrs.keepdim
     return _signed_magnitude(node, lambda terms: _reduce("sum", terms, axes, keepdim, node))
 

@@ -180,14 +180,8 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Slice):
             # a cut axis is a group of its own; a group of uncut axes is uncut
-            starts, stops = node.attrs.starts, node.attrs.stops
-            node = attrs.evolve(
-                node,
-                attrs=ir.Slice(
-                    tuple(starts[g[0]] if len(g) == 1 else 0 for g in groups),
-                    tuple(stops[g[0]] if len(g) == 1 else None for g in groups),
-                ),
-            )
+            sources = [group[0] if len(group) == 1 else None for group in groups]
+            node = attrs.evolve(node, attrs=node.attrs.moved(sources))
         if isinstance(node, ir.Op) and node.op in POSITIONAL:
             at = [i for i, group in enumerate(groups) if node.attrs.axis in group]
             if not at and node.op == "iota":

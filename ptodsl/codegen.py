@@ -196,15 +196,10 @@ def _factory(kernel: ir.Kernel) -> list[str]:
 
 
 def _init_argument(param: ir.Param) -> str:
-    annotation = (
-        "tuple"
-        if isinstance(param.default, tuple)
-        else "bool"
-        if isinstance(param.default, bool)
-        else "int"
-        if param.fixed
-        else "float"
-    )
+    if isinstance(param.default, tuple | bool):
+        annotation = type(param.default).__name__
+    else:
+        annotation = "int" if param.fixed else "float"
     if param.default is None:
         return f"{param.name}: {annotation}"
     return f"{param.name}: {annotation} = {ir.format_value(param.default)}"

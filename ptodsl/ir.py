@@ -29,38 +29,35 @@ class DType(enum.Enum):
     I64 = "i64"
     BOOL = "bool"
 
-    @property
-    def itemsize(self) -> int:
-        return {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}[self.value]
-
     def __repr__(self) -> str:
         return self.value
+
+    @property
+    def itemsize(self) -> int:
+        return _DTYPE_FACTS[self.value][0]
+
+    @property
+    def pypto_name(self) -> str:
+        return _DTYPE_FACTS[self.value][1]
+
+    @property
+    def torch_name(self) -> str:
+        return _DTYPE_FACTS[self.value][2]
 
     @property
     def is_float(self) -> bool:
         return self in (DType.F32, DType.F16, DType.BF16)
 
-    @property
-    def pypto_name(self) -> str:
-        return {
-            "f32": "DT_FP32",
-            "f16": "DT_FP16",
-            "bf16": "DT_BF16",
-            "i32": "DT_INT32",
-            "i64": "DT_INT64",
-            "bool": "DT_BOOL",
-        }[self.value]
 
-    @property
-    def torch_name(self) -> str:
-        return {
-            "f32": "float32",
-            "f16": "float16",
-            "bf16": "bfloat16",
-            "i32": "int32",
-            "i64": "int64",
-            "bool": "bool",
-        }[self.value]
+# Per dtype: bytes per element, PyPTO's name, torch's name.
+_DTYPE_FACTS = {
+    "f32": (4, "DT_FP32", "float32"),
+    "f16": (2, "DT_FP16", "float16"),
+    "bf16": (2, "DT_BF16", "bfloat16"),
+    "i32": (4, "DT_INT32", "int32"),
+    "i64": (8, "DT_INT64", "int64"),
+    "bool": (1, "DT_BOOL", "bool"),
+}
 
 
 @attrs.frozen
@@ -183,6 +180,13 @@ class Slice:
     def cut(self) -> frozenset[int]:
         return frozenset(axis for axis, stop in enumerate(self.stops) if stop is not None)
 
+    def moved(self, sources: list[int | None]) -> Slice:
+        """The crop on new axes: each takes the bounds of its source axis, or none (uncut)."""
+        return Slice(
+            tuple(0 if s is None else self.starts[s] for s in sources),
+            tuple(None if s is None else self.stops[s] for s in sources),
+        )
+
 
 @attrs.frozen
 class Transposes:
@@ -249,12 +253,10 @@ def compute_itemsize(expr: Expr) -> int:
 
 
 def covering_shape(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast of two shapes where they broadcast, else the longer extent per axis (a
-    crop or a concatenation gives one axis several extents)."""
-    result = []
-    for a, b in itertools.zip_longest(reversed(lhs), reversed(rhs), fillvalue=1):
-        result.append(max(a, b))
-    return tuple(reversed(result))
+    """The longer extent per right-aligned axis: the broadcast of two shapes that broadcast,
+    and what a crop or a concatenation, which give one axis several extents, runs over."""
+    pairs = itertools.zip_longest(reversed(lhs), reversed(rhs), fillvalue=1)
+    return tuple(reversed([max(a, b) for a, b in pairs]))
 
 
 def elementwise_type(operands: tuple[Expr, ...]) -> Type:
@@ -273,6 +275,11 @@ def elementwise_type(operands: tuple[Expr, ...]) -> Type:
 def op(name: str, *operands: Expr, span: Span) -> Op:
     """A new elementwise op whose type follows from its operands."""
     return Op(name, operands, elementwise_type(operands), span)
+
+
+def cast(value: Expr, dtype: DType) -> Op:
+    """`value` converted to `dtype`."""
+    return Op("cast", (value,), attrs.evolve(value.type, dtype=dtype), value.span, Cast(dtype))
 
 
 def map_expr(expr: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:

@@ -118,12 +118,18 @@ def _safe_ratio(t, numerator, denominator):
     return ratio.where(numerator != 0, t.zeros_like(numerator))
 
 
+# Two values are a tie when equal and exact (inputs), and when computed, also when within
+# this many of their rounding units of each other (about f32's tolerance,
+# error_bounds.TOLERANCES): a correct kernel may then select either.
+_TIE_UNITS = 4e-6
+
+
 def _selected_scale(t, v, a, b):
     """The error of max(a, b) or min(a, b) is the selected operand's, unless the other is
     within their errors of it (either may be selected): a padding value that is never
     selected (max pooling's -3e38) leaves no error behind."""
     selected = t.where(v == a.value, a.scale, b.scale)
-    close = (a.value - b.value).abs() <= _ARG_TIE_UNITS * (a.scale + b.scale)
+    close = (a.value - b.value).abs() <= _TIE_UNITS * (a.scale + b.scale)
     return t.where(close, t.maximum(a.scale, b.scale), selected)
 
 
@@ -361,12 +367,6 @@ def _triangle(name: str) -> OpDef:
     )
 
 
-# Two candidates of an arg-reduction are a tie only when their values are equal and exact
-# (inputs): a computed value is also a tie with any candidate within this many of its
-# rounding units (about f32's tolerance, error_bounds.TOLERANCES), so either position passes.
-_ARG_TIE_UNITS = 4e-6
-
-
 def _arg_bound(name: str) -> Bound:
     """argmax / argmin: the first position of the extremum, exact where no other candidate
     is within the candidates' errors of it; where one is, a correct kernel may return
@@ -378,7 +378,8 @@ def _arg_bound(name: str) -> Bound:
         best = getattr(t, name)(a.value, dim=axis, keepdim=True)
         value = best.to(t.float64)
         extreme = a.value.gather(axis, best)
-        slack = _ARG_TIE_UNITS * (a.scale + a.scale.gather(axis, best).expand(a.value.shape))
+        errors = a.scale.expand(a.value.shape)
+        slack = _TIE_UNITS * (errors + errors.gather(axis, best).expand(a.value.shape))
         rivals = ((a.value - extreme).abs() <= slack) & (slack > 0)
         rivals.scatter_(axis, best, False)
         open_rows = rivals.any(dim=axis, keepdim=True)

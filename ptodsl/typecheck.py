@@ -534,19 +534,17 @@ class _TypeChecker:
         for value, item in zip(values, items, strict=True):
             if not isinstance(value.type, ir.TensorType):
                 raise SpecError("`cat` joins tensors, not scalars", item.span)
-        floats = [v.type.dtype for v in values if v.type.dtype.is_float]
-        values = [as_float(v, floats[0] if floats else ir.DType.F32) for v in values]
-        if "axis" not in keywords:
-            raise SpecError("`cat` needs `axis=`", node.span)
+        values = [as_float(v, working_float(values)) for v in values]
         first = values[0].type
-        (axis,) = self.axes(keywords["axis"], first.rank, node.func)
+        axis = self.one_axis(node, keywords, first.rank)
+
+        def off_axis(shape: tuple[int, ...]) -> tuple[int, ...]:
+            return shape[:axis] + shape[axis + 1 :]
+
         joined = values[0]
         for value, item in zip(values[1:], items[1:], strict=True):
             other = value.type
-            rest = [s for a, s in enumerate(other.shape) if a != axis]
-            if other.rank != first.rank or rest != [
-                s for a, s in enumerate(joined.type.shape) if a != axis
-            ]:
+            if other.rank != first.rank or off_axis(other.shape) != off_axis(joined.type.shape):
                 raise SpecError(
                     f"`cat` along axis {axis} joins {joined.type} and {other}: the other axes "
                     "differ",
@@ -786,18 +784,7 @@ class _TypeChecker:
         [1, .., n, .., 1] to broadcast against x (a one-hot compare: `index(p, axis=1) == t`)."""
         keywords = self.keywords(node, ("axis",))
         operand = self.tensor_operand(node)
-        if "axis" not in keywords:
-            raise SpecError(f"`{node.func}` needs `axis=`", node.span)
-        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
-        if len(axes) != 1:
-            raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
-        (axis,) = axes
-        if operand.type.shape[axis] > MAX_EXACT_INTEGER:
-            raise SpecError(
-                f"`{node.func}` over {operand.type.shape[axis]} positions",
-                node.span,
-                note=f"positions are counted in f32: at most {MAX_EXACT_INTEGER}",
-            )
+        axis = self.position_axis(node, keywords, operand)
         shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
         index_type = attrs.evolve(operand.type, shape=shape)
         return ir.Op(INDEX.name, (operand,), index_type, node.span, ir.Along(axis))
@@ -806,31 +793,43 @@ class _TypeChecker:
         """argmax / argmin along one axis, as torch with `dim` given: int64 positions."""
         keywords = self.keywords(node, ("axis", "keepdim"))
         operand = self.tensor_operand(node)
+        note = (
+            "torch's argmax without dim indexes the flattened tensor; ptodsl takes the "
+            "positions along one axis"
+        )
+        axis = self.position_axis(node, keywords, operand, note)
+        keepdim = self.flag(keywords.get("keepdim"))
+        shape = reduced_shape(operand.type.shape, (axis,), keepdim)
+        result_type = ir.TensorType(shape, ir.DType.I64)
+        return ir.Op(node.func, (operand,), result_type, node.span, ir.Reduce((axis,), keepdim))
+
+    def one_axis(
+        self, node: s.Call, keywords: dict[str, s.Keyword], rank: int, note: str | None = None
+    ) -> int:
+        """The single axis `axis=` names, which the function requires."""
         if "axis" not in keywords:
-            raise SpecError(
-                f"`{node.func}` needs `axis=`",
-                node.span,
-                note="torch's argmax without dim indexes the flattened tensor; ptodsl takes "
-                "the positions along one axis",
-            )
-        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
+            raise SpecError(f"`{node.func}` needs `axis=`", node.span, note=note)
+        axes = self.axes(keywords["axis"], rank, node.func)
         if len(axes) != 1:
             raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
-        if operand.type.shape[axes[0]] > MAX_EXACT_INTEGER:
+        return axes[0]
+
+    def position_axis(
+        self,
+        node: s.Call,
+        keywords: dict[str, s.Keyword],
+        operand: ir.Expr,
+        note: str | None = None,
+    ) -> int:
+        """The one axis positions are counted along, short enough to count exactly in f32."""
+        axis = self.one_axis(node, keywords, operand.type.rank, note)
+        if operand.type.shape[axis] > MAX_EXACT_INTEGER:
             raise SpecError(
-                f"`{node.func}` over {operand.type.shape[axes[0]]} positions",
+                f"`{node.func}` over {operand.type.shape[axis]} positions",
                 node.span,
                 note=f"positions are counted in f32: at most {MAX_EXACT_INTEGER}",
             )
-        keepdim = self.flag(keywords.get("keepdim"))
-        shape = reduced_shape(operand.type.shape, axes, keepdim)
-        return ir.Op(
-            node.func,
-            (operand,),
-            ir.TensorType(shape, ir.DType.I64),
-            node.span,
-            ir.Reduce(axes, keepdim),
-        )
+        return axis
 
     def correction(self, argument: s.Keyword | None) -> int:
         """Bessel's correction of `var`: 1 (unbiased) unless given, as in torch.var."""
@@ -851,12 +850,7 @@ class _TypeChecker:
             allowed = ("axis", "reverse", "exclusive")
         keywords = self.keywords(node, allowed)
         operand = self.tensor_operand(node)
-        if "axis" not in keywords:
-            raise SpecError(f"`{node.func}` needs `axis=`", node.span)
-        axes = self.axes(keywords["axis"], operand.type.rank, node.func)
-        if len(axes) != 1:
-            raise SpecError(f"`{node.func}` takes one axis", keywords["axis"].value.span)
-        (axis,) = axes
+        axis = self.one_axis(node, keywords, operand.type.rank)
         attributes = ir.Along(axis)
         shape = operand.type.shape
         if node.func == "logsumexp":
@@ -965,20 +959,14 @@ class _TypeChecker:
                 )
             if_true, if_false = self.expr(node.args[1]), self.expr(node.args[2])
             # the mask as 0/1 in the branches' float dtype, compared with 0
-            branches = [b.type.dtype for b in (if_true, if_false) if not ir.is_scalar(b)]
-            floats = [dtype for dtype in branches if dtype.is_float]
-            mask = as_float(mask, floats[0] if floats else ir.DType.F32)
+            mask = as_float(mask, working_float([if_true, if_false]))
             compare = self.elementwise("ne", (mask, ir.Const(0.0, condition.span)), mask.span)
         return self.elementwise("where", (compare, if_true, if_false), node.span)
 
     def elementwise(self, op: str, operands: tuple[ir.Expr, ...], span: Span) -> ir.Expr:
-        tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
-        if not tensors:
+        if all(ir.is_scalar(o) for o in operands):
             return ir.Op(op, operands, ir.SCALAR, span)
-        # Integers and bools take part as floats of the other operands' dtype (torch: a bool
-        # mask times an f16 tensor is f16), f32 when no operand is a float.
-        floats = [t.type.dtype for t in tensors if t.type.dtype.is_float]
-        promoted = floats[0] if floats else ir.DType.F32
+        promoted = working_float(operands)
         operands = tuple(as_float(o, promoted) for o in operands)
         tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
         dtypes = {t.type.dtype for t in tensors}
@@ -996,13 +984,21 @@ class _TypeChecker:
         return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
 
 
+def working_float(values: list[ir.Expr] | tuple[ir.Expr, ...]) -> ir.DType:
+    """The float dtype integers and bools among `values` compute in: the first float
+    tensor's (torch: a bool mask times an f16 tensor is f16), f32 when there is none."""
+    floats = [
+        v.type.dtype for v in values if isinstance(v.type, ir.TensorType) and v.type.dtype.is_float
+    ]
+    return floats[0] if floats else ir.DType.F32
+
+
 def as_float(value: ir.Expr, dtype: ir.DType) -> ir.Expr:
     """An integer or bool tensor converted to `dtype` (exact: typecheck keeps integers below
     2^24); anything else as it is."""
     if not isinstance(value.type, ir.TensorType) or value.type.dtype.is_float:
         return value
-    converted = attrs.evolve(value.type, dtype=dtype)
-    return ir.Op("cast", (value,), converted, value.span, ir.Cast(dtype))
+    return ir.cast(value, dtype)
 
 
 def typecheck(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:

@@ -194,30 +194,20 @@ class _Verifier:
             self.fail(f"{where}: `slice` of {operand.type} with bounds of another rank")
             return
         for axis, (start, stop, size) in enumerate(zip(starts, stops, shape, strict=True)):
-            expected = size if stop is None else stop - start
-            if not (0 <= start and (stop is None or start < stop <= size)) or (
-                stop is None and start != 0
-            ):
+            inside = start == 0 if stop is None else 0 <= start < stop <= size
+            if not inside:
                 self.fail(f"{where}: `slice` bounds {start}:{stop} on an axis of {size}")
-            elif node.type.shape[axis] != expected:
+            elif node.type.shape[axis] != (size if stop is None else stop - start):
                 self.fail(f"{where}: `slice` along axis {axis} is {node.type} of {operand.type}")
 
     def concatenation(self, node: ir.Op, where: str) -> None:
         """Two values equal on every axis but `axis`, whose extents add up there."""
         a, b = (o.type for o in node.operands)
         axis = node.attrs.axis
-        expected = (
-            tuple(
-                x + y if i == axis else x
-                for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True))
-            )
-            if a.rank == b.rank
-            else None
-        )
-        others_match = a.rank == b.rank and all(
-            x == y for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)) if i != axis
-        )
-        if not others_match or node.type.shape != expected or a.dtype != b.dtype:
+        joined = a.rank == b.rank == node.type.rank and a.dtype == b.dtype
+        for i, (x, y, z) in enumerate(zip(a.shape, b.shape, node.type.shape, strict=False)):
+            joined = joined and (z == x + y if i == axis else x == y == z)
+        if not joined:
             self.fail(f"{where}: `cat` along axis {axis} of {a} and {b} is {node.type}")
 
     def conversion(self, node: ir.Op, where: str) -> None:
