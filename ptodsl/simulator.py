@@ -225,6 +225,7 @@ def run_model(
     timeout: float = DEFAULT_TIMEOUT_S,
     state: Mapping[str, torch.Tensor] | None = None,
     load: str = "import",
+    trace_dir: Path | None = None,
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
@@ -237,6 +238,8 @@ def run_model(
     state: values loaded into the model's weights (its nn.Parameters) before the run.
     load: "import" imports the module file; "exec" runs its text with exec(), as KernelBench's
     loader does with an answer.
+    trace_dir: keep pypto's cost-model output of each kernel launch there (its swim lanes,
+    Perfetto trace and statistics: `keep_traces`).
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
@@ -251,7 +254,10 @@ def run_model(
         }
         _write_request(work_dir, request, init_kwargs, inputs, goldens, state)
         _run_worker(work_dir, module_path, timeout)
-        return _read_results(work_dir, verify)
+        run = _read_results(work_dir, verify)
+        if trace_dir is not None:
+            keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
+        return run
     finally:
         _dispose(work_dir)
 
@@ -373,6 +379,18 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
         pass_results=tuple(_pass_results(work_dir / _PYPTO_OUTPUT_DIR)),
         verify=verify,
     )
+
+
+def keep_traces(pypto_output: Path, trace_dir: Path) -> list[Path]:
+    """Copy the cost-model output of every kernel launch in `pypto_output` to
+    `trace_dir/launch_<n>` (n in launch order) and return those folders."""
+    kept = []
+    runs = sorted(pypto_output.glob("*/CostModelSimulationOutput"))
+    for number, run in enumerate(runs):
+        target = Path(trace_dir) / f"launch_{number}"
+        shutil.copytree(run, target, ignore=shutil.ignore_patterns("graphs"), dirs_exist_ok=True)
+        kept.append(target)
+    return kept
 
 
 def aicore_time_us(swim_json: Path) -> float:

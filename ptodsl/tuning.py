@@ -43,10 +43,13 @@ class Cost:
     total_cycles: int
 
 
-def probe_cost(lowered: Lowered, module_path: Path | None = None) -> Cost:
+def probe_cost(
+    lowered: Lowered, module_path: Path | None = None, trace_dir: Path | None = None
+) -> Cost:
     """Simulated end-to-end time and cycles of the kernel in pypto SIM, without verification
     (so no numbers), pypto's output kept in a scratch folder that is removed afterwards.
-    `module_path`: measure that module instead (a `ModelNew` with the spec's interface)."""
+    `module_path`: measure that module instead (a `ModelNew` with the spec's interface).
+    `trace_dir`: keep the cost model's swim lanes and statistics there (`keep_traces`)."""
     # Imported here: torch and the simulator are heavy, and `compile` never needs them.
     import torch
 
@@ -65,7 +68,9 @@ def probe_cost(lowered: Lowered, module_path: Path | None = None) -> Cost:
         if module_path is None:
             module_path = Path(scratch) / f"{compiled.name}.py"
             module_path.write_text(compiled.source, encoding="utf-8")
-        run = run_model(module_path, init_kwargs, [*tensors, *scalars], verify="none")
+        run = run_model(
+            module_path, init_kwargs, [*tensors, *scalars], verify="none", trace_dir=trace_dir
+        )
     return Cost(run.sim_time_us, run.total_cycles)
 
 

@@ -37,3 +37,15 @@ def test_no_plan_has_a_rank_1_tile():
     for text in (ONE_D, TWO_D):
         (phase,) = lower(Source(text, "k.pto")).kernel.schedule.phases
         assert len(phase.tile) == 2
+
+
+def test_the_probe_keeps_the_swim_lanes_it_measured(tmp_path):
+    """benchmarks.schedule reads these: the kept lanes are the run that was costed."""
+    from ptodsl.simulator import aicore_time_us
+
+    cost = probe_cost(lower(Source(TWO_D, "k.pto")), trace_dir=tmp_path)
+    (launch,) = tmp_path.iterdir()
+    assert launch.name == "launch_0"
+    assert aicore_time_us(launch / "_simulate.swim.json") == cost.sim_time_us
+    assert (launch / "_simulate.config.ini").is_file()
+    assert not (launch / "graphs").exists()
