@@ -99,8 +99,8 @@ class _Aligner:
             )
         elif ops.lookup(node.op).kind is ops.Kind.CONCAT:
             frame = self.broadcast(node)  # the same axes, of other sizes along `axis`
-        elif node.op in POSITIONAL or ops.lookup(node.op).kind is ops.Kind.SLICE:
-            # the same axes; a scan or a count runs along one, a crop shortens some
+        elif node.op in POSITIONAL or ops.lookup(node.op).kind in (ops.Kind.SLICE, ops.Kind.WINDOW):
+            # the same axes; a scan or a count runs along one, a crop or a window shortens some
             frame = self.frame(node.operands[0])
         elif ops.lookup(node.op).kind in ops.BROADCASTING:
             frame = self.broadcast(node)
@@ -222,7 +222,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             rebuilt = attrs.evolve(
                 rebuilt, attrs=attrs.evolve(node.attrs, axis=order.index(scanned))
             )
-        if isinstance(node.attrs, ir.Slice):
+        if isinstance(node.attrs, ir.Slice | ir.Window):
             at = {
                 order.index(find(axis)): position
                 for position, axis in enumerate(aligner.frame(node.operands[0]))

@@ -1,6 +1,8 @@
 """Gives every reduction a statement of its own, so that tile phases can change between them.
 
-A reduction nested in a larger expression is bound to a `let` named `_r<n>` first. A store
+A reduction nested in a larger expression is bound to a `let` named `_r<n>` first (a matmul
+`_m<n>`, a window `_w<n>`); a window's operand, when it is not a named value, too: a window
+phase reads one tensor. A store
 of the form `out = f(reduction)`, where `f` is elementwise with only scalars besides, becomes
 `out = reduction` then `out = f(out)`: the reduction then writes straight into the output,
 which is where a loop over the reduced axis must accumulate (a temporary accumulator gives
@@ -11,14 +13,20 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 
 
+def is_window(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.WINDOW
+
+
 def is_reduction(node: ir.Expr) -> bool:
-    """Reductions and matmuls: ops that get a statement, and a phase, of their own."""
-    return isinstance(node, ir.Op) and (node.op in REDUCTIONS or node.op == "matmul")
+    """Reductions, matmuls and windows: ops that get a statement, and a phase, of their own."""
+    return isinstance(node, ir.Op) and (
+        node.op in REDUCTIONS or node.op == "matmul" or is_window(node)
+    )
 
 
 def _outer_reductions(node: ir.Expr) -> list[ir.Op]:
@@ -44,18 +52,29 @@ def isolate_reductions(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) ->
     def bind_nested(value: ir.Expr) -> ir.Expr:
         """`value` with every reduction below its top bound to a `let` of its own."""
 
-        def bind(node: ir.Expr) -> ir.Expr:
-            if not is_reduction(node):
-                return node
-            prefix = "_m" if node.op == "matmul" else "_r"
+        def let(node: ir.Expr, prefix: str) -> ir.Ref:
             taken = sum(1 for s in body if isinstance(s, ir.Let) and s.name.startswith(prefix))
             name = f"{prefix}{taken}"
             body.append(ir.Let(name, node, node.span))
             return ir.Ref(name, node.type, node.span)
 
+        def bind(node: ir.Expr) -> ir.Expr:
+            if is_window(node):
+                node = named_operand(node)
+            if not is_reduction(node):
+                return node
+            return let(node, "_m" if node.op == "matmul" else "_w" if is_window(node) else "_r")
+
+        def named_operand(window: ir.Op) -> ir.Op:
+            (operand,) = window.operands
+            if isinstance(operand, ir.Ref):
+                return window
+            return attrs.evolve(window, operands=(let(operand, "_w"),))
+
         if is_reduction(value):
             operands = tuple(ir.map_expr(operand, bind) for operand in value.operands)
-            return attrs.evolve(value, operands=operands)
+            value = attrs.evolve(value, operands=operands)
+            return named_operand(value) if is_window(value) else value
         return ir.map_expr(value, bind)
 
     for stmt in kernel.body:

@@ -24,6 +24,8 @@ from ptodsl.passes.tiling import (
     choose_tile,
     positional_axes,
     reduction_aligned,
+    window_auto_tiles,
+    window_steps,
 )
 from ptodsl.target import Target
 
@@ -149,6 +151,33 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Loop |
     return ir.Loop(count=k // chunk, chunk=chunk, tail=k % chunk, axis=len(phase.shape))
 
 
+def plan_window_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Phase:
+    """A window phase whose steps would exceed the auto-tile limit loops over its first
+    axis no window slides along, in equal blocks (each block's steps planned for it)."""
+    assert phase.window is not None
+    if window_auto_tiles(phase.window) <= target.max_auto_tiles:
+        return phase
+    (index,) = phase.statements
+    window = kernel.body[index].value
+    shape = window.operands[0].type.shape
+    free = [a for a in range(len(shape)) if a not in window.attrs.axes and shape[a] > 1]
+    for axis in free[:1]:
+        size = shape[axis]
+        for count in range(2, size + 1):
+            if size % count:
+                continue
+            block = shape[:axis] + (size // count,) + shape[axis + 1 :]
+            steps = window_steps(window, block, target)
+            if window_auto_tiles(steps) <= target.max_auto_tiles:
+                loop = ir.Loop(count=count, chunk=size // count, tail=0, axis=axis)
+                return attrs.evolve(phase, loop=loop, window=steps)
+    raise SpecError(
+        f"the window over {list(shape)} needs more than {target.max_auto_tiles} tiles even "
+        "per index of a loop over an axis it does not slide along",
+        window.span,
+    )
+
+
 def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     """`tuning` may ask for more loop iterations, or other matmul chunks, than the defaults."""
     target, tuning = ctx.target, ctx.tuning
@@ -157,6 +186,9 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
     matmul_chunks = tuning.matmul_chunks or MATMUL_ITERATIONS
     phases = []
     for whole in kernel.schedule.phases:
+        if whole.window is not None:
+            phases.append(plan_window_loop(kernel, whole, target))
+            continue
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole, target)
             loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)

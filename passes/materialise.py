@@ -22,6 +22,7 @@ output (under a vector tile for the accumulation).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 
 import attrs
@@ -47,6 +48,8 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
     loop_name = f"{kernel.name}_phase{index}"
     if phase.cube is not None:
         return _cube_phase(kernel, phase, loop_name, variables)
+    if phase.window is not None:
+        return _window_phase(kernel, phase, loop_name, variables)
     later_reads = _later_reads(kernel, index)
     code: list[ir.Instruction] = [ir.SetVecTiles(phase.tile)]
     loop = phase.loop
@@ -370,6 +373,154 @@ def _cube_phase(
         ]
 
     return (*code, _looped(loop_name, loop, variables, block))
+
+
+# What a window's padding holds: a value no element beats (the dtype's finite extreme:
+# every window holds an element of the input, torch's padding rule), or 0 for sums.
+_LARGEST = {
+    ir.DType.F32: 3.4028234663852886e38,
+    ir.DType.F16: 65504.0,
+    ir.DType.BF16: 3.3895313892515355e38,
+}
+_WINDOW_COMBINE = {
+    "window_max": ("maximum", -1.0),
+    "window_min": ("minimum", 1.0),
+    "window_sum": ("add", 0.0),
+    "window_mean": ("add", 0.0),
+}
+
+
+def _window_phase(
+    kernel: ir.Kernel, phase: ir.Phase, loop_name: str, variables: _LoopVariables
+) -> tuple[ir.Instruction, ...]:
+    """A window phase: the steps on the whole operand, or on each block of its loop, the
+    result assembled into the destination."""
+    assert phase.window is not None
+    (stmt,) = (kernel.body[i] for i in phase.statements)
+    window = stmt.value
+    (source,) = window.operands
+    assert isinstance(source, ir.Ref) and isinstance(source.type, ir.TensorType)
+    destination = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+    loop = phase.loop
+    if loop is None:
+        code, value = _window_steps(window, source, destination, phase.window, stmt.span)
+        if isinstance(stmt, ir.Let):
+            return (*code, ir.Assign(destination, value, stmt.span))
+        return (*code, ir.StoreOutput(destination, value, stmt.span))
+
+    def block(place: _Place) -> list[ir.Instruction]:
+        shape = list(source.type.shape)
+        shape[loop.axis] = place.rows
+        at = tuple(place.offset if axis == loop.axis else 0 for axis in range(len(shape)))
+        view = ir.View(
+            f"{source.name}_{place.suffix}",
+            source.name,
+            ir.TensorType(tuple(shape), source.type.dtype),
+            at,
+        )
+        part = f"{destination}_{place.suffix}"
+        code, value = _window_steps(
+            window, ir.Ref(view.name, view.type, source.span), part, phase.window, stmt.span
+        )
+        return [view, *code, ir.Assign(part, value, stmt.span), ir.Assemble(part, destination, at)]
+
+    allocate = (
+        [ir.Allocate(destination, window.type, stmt.span)] if isinstance(stmt, ir.Let) else []
+    )
+    return (*allocate, _looped(loop_name, loop, variables, block))
+
+
+def _window_steps(
+    window: ir.Op,
+    source: ir.Ref,
+    name: str,
+    steps: tuple[ir.WindowStep, ...],
+    span: Span,
+) -> tuple[list[ir.Instruction], ir.Expr]:
+    """The instructions of a window's steps on `source` (temporaries named after `name`),
+    and the expression of the result."""
+    combine, fill_sign = _WINDOW_COMBINE[window.op]
+    dtype = window.type.dtype
+    code: list[ir.Instruction] = []
+    current: ir.Expr = source
+    value: ir.Expr = source
+    for number, step in enumerate(steps):
+        axis, shape = step.working_axis, step.working_shape
+
+        def along(extent: int, shape: tuple[int, ...] = shape, axis: int = axis) -> ir.TensorType:
+            return ir.TensorType(shape[:axis] + (extent,) + shape[axis + 1 :], dtype)
+
+        if step.transposed:
+            assert step.swap_tile is not None
+            last = len(shape) - 1
+            swapped = ir.Op(
+                "swap", (current,), ir.TensorType(shape, dtype), span, ir.Swap(last - 1, last)
+            )
+            code += [
+                ir.SetVecTiles(step.swap_tile, f"window axis {step.axis}: last two axes exchanged"),
+                ir.Assign(f"{name}_swap{number}", swapped, span),
+            ]
+            current = ir.Ref(f"{name}_swap{number}", swapped.type, span)
+        code.append(ir.SetVecTiles(step.frame_tile, f"window axis {step.axis}: padding"))
+        fill = ir.Fill(fill_sign * _LARGEST[dtype])
+        padded = current
+        edges: dict[int, ir.Ref] = {}  # one fill per length: both ends share it when equal
+        for extent, at_front in ((step.front, True), (step.back, False)):
+            if not extent:
+                continue
+            if extent not in edges:
+                edge_name = f"{name}_fill{number}" + ("" if not edges else "b")
+                code.append(
+                    ir.Assign(edge_name, ir.Op("fill", (), along(extent), span, fill), span)
+                )
+                edges[extent] = ir.Ref(edge_name, along(extent), span)
+            edge = edges[extent]
+            pair = (edge, padded) if at_front else (padded, edge)
+            joined = along(padded.type.shape[axis] + extent)
+            label = f"{name}_{'front' if at_front else 'pad'}{number}"
+            code.append(ir.Assign(label, ir.Op("cat", pair, joined, span, ir.Along(axis)), span))
+            padded = ir.Ref(label, joined, span)
+        outer, rows, stride, inner = step.split
+        split_type = ir.TensorType(step.split, dtype)
+        code += [
+            ir.SetVecTiles(step.split_tile, f"window axis {step.axis}: taps"),
+            ir.Assign(f"{name}_split{number}", ir.Op("reshape", (padded,), split_type, span), span),
+        ]
+        split = ir.Ref(f"{name}_split{number}", split_type, span)
+        tap_type = ir.TensorType((outer, step.extent, 1, inner), dtype)
+        taps = [
+            ir.Op(
+                "slice",
+                (split,),
+                tap_type,
+                span,
+                ir.Slice((0, row, column, 0), (None, row + step.extent, column + 1, None)),
+            )
+            for row, column in step.taps
+        ]
+        combined = taps[0]
+        for tap in taps[1:]:
+            combined = ir.op(combine, combined, tap, span=span)
+        code += [
+            ir.Assign(f"{name}_taps{number}", combined, span),
+            ir.SetVecTiles(step.result_tile, f"window axis {step.axis}: result"),
+        ]
+        taps_ref = ir.Ref(f"{name}_taps{number}", combined.type, span)
+        value = ir.Op("reshape", (taps_ref,), along(step.extent), span)
+        if step.transposed:
+            code.append(ir.Assign(f"{name}_unswap{number}", value, span))
+            unswap = ir.Ref(f"{name}_unswap{number}", value.type, span)
+            last = len(shape) - 1
+            value = ir.Op(
+                "swap", (unswap,), ir.TensorType(step.result, dtype), span, ir.Swap(last - 1, last)
+            )
+        if number < len(steps) - 1:
+            code.append(ir.Assign(f"{name}_axis{step.axis}", value, span))
+            current = ir.Ref(f"{name}_axis{step.axis}", value.type, span)
+    if window.op == "window_mean":
+        count = math.prod(window.attrs.size)
+        value = ir.op("mul", value, ir.Const(1.0 / count, span), span=span)
+    return code, value
 
 
 def _k_split(

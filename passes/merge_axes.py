@@ -178,8 +178,8 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             reduced = set(node.attrs.axes)
             axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
-        if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Slice):
-            # a cut axis is a group of its own; a group of uncut axes is uncut
+        if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Slice | ir.Window):
+            # a cut or windowed axis is a group of its own; a group of other axes is neither
             sources = [group[0] if len(group) == 1 else None for group in groups]
             node = attrs.evolve(node, attrs=node.attrs.moved(sources))
         if isinstance(node, ir.Op) and node.op in POSITIONAL:

@@ -64,6 +64,89 @@ def is_matmul(stmt: ir.Stmt) -> bool:
     return isinstance(stmt.value, ir.Op) and stmt.value.op == "matmul"
 
 
+def is_window(stmt: ir.Stmt) -> bool:
+    return isinstance(stmt.value, ir.Op) and isinstance(stmt.value.attrs, ir.Window)
+
+
+def has_own_phase(stmt: ir.Stmt) -> bool:
+    """A matmul runs on the cube, a window through reshapes: each in a phase of its own."""
+    return is_matmul(stmt) or is_window(stmt)
+
+
+def window_steps(
+    window: ir.Op, shape: tuple[int, ...], target: Target
+) -> tuple[ir.WindowStep, ...]:
+    """The steps of a window phase on an operand block of `shape`, one windowed axis at a
+    time (a window reduction is separable: max, min and sum of a box are the reduction of
+    the per-axis reductions). Each step pads the axis to `rows * stride`, splits it into
+    [rows, stride] (PyPTO's reshape), so that every tap of every window is one view of
+    rows, and combines the taps elementwise. Splits stay rank 4: the axes before and after
+    are merged."""
+    attributes = window.attrs
+    assert isinstance(attributes, ir.Window)
+    itemsize = window.type.dtype.itemsize
+    steps = []
+    for position, axis in enumerate(attributes.axes):
+        transposed = axis == len(shape) - 1
+        working = ir.swap_last(shape) if transposed else shape
+        at = len(shape) - 2 if transposed else axis
+        length = shape[axis]
+        extent = attributes.extent(position, length)
+        stride, dilation = attributes.stride[position], attributes.dilation[position]
+        taps = tuple(divmod(j * dilation, stride) for j in range(attributes.size[position]))
+        front = attributes.padding[position]
+        # Rows enough for every tap of every window and for the whole axis: PyPTO copies a
+        # cropped view element row by row, a padded one by whole tiles.
+        rows = max(extent + max(row for row, _ in taps), -(-(front + length) // stride))
+        padded = working[:at] + (rows * stride,) + working[at + 1 :]
+        split = (math.prod(working[:at]), rows, stride, math.prod(working[at + 1 :]))
+        result = working[:at] + (extent,) + working[at + 1 :]
+        # A transpose keeps its input, its output and a workspace twice the tile in UB
+        # (measured: a [16, 8, 8, 16] f32 tile needs 262144 bytes of the 196608).
+        swapping = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+        # The taps and their running combination share UB: tiles that do not spill (a
+        # spilled sum of three 64 KB taps breaks pypto's simulator: "opSequenceAfterOOO_").
+        combining = attrs.evolve(target, max_tile_elements=target.spill_safe_tile_elements)
+        steps.append(
+            ir.WindowStep(
+                axis=axis,
+                shape=shape,
+                front=front,
+                back=rows * stride - front - length,
+                split=split,
+                taps=taps,
+                extent=extent,
+                frame_tile=_window_tile(padded, itemsize, target),
+                split_tile=_window_tile(split, itemsize, combining),
+                result_tile=_window_tile(result, itemsize, swapping if transposed else target),
+                transposed=transposed,
+                swap_tile=_window_tile(shape, itemsize, swapping) if transposed else None,
+            )
+        )
+        shape = steps[-1].result
+    return tuple(steps)
+
+
+def _window_tile(shape: tuple[int, ...], itemsize: int, target: Target) -> tuple[int, ...]:
+    """Pads, taps and splits are narrower than their neighbours along some axis, the last
+    one included: the last-axis tile is 32-byte aligned, as for a crop."""
+    return reduction_aligned(choose_tile(shape, itemsize, target), itemsize, target)
+
+
+def window_auto_tiles(steps: tuple[ir.WindowStep, ...]) -> int:
+    """The most tiles any op of the steps expands to."""
+    counts = []
+    for step in steps:
+        counts += [
+            auto_tiles(step.padded, step.frame_tile),
+            auto_tiles(step.split, step.split_tile),
+            auto_tiles(step.working_result, step.result_tile),
+        ]
+        if step.swap_tile is not None:
+            counts.append(auto_tiles(step.shape, step.swap_tile))
+    return max(counts)
+
+
 def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
     """The shape a statement's ops run over: the broadcast of every tensor in it, the longest
     extent along an axis a crop or a concatenation changes (for a matmul, its result: the
@@ -79,8 +162,8 @@ def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
 
 def _joins(stmt: ir.Stmt, shape: tuple[int, ...], phase_shape: tuple[int, ...]) -> bool:
     """Whether a statement can run under the current phase's tile instead of its own."""
-    if is_matmul(stmt):
-        return False  # a cube phase of its own
+    if has_own_phase(stmt):
+        return False  # a cube or window phase of its own
     if shape == phase_shape:
         return not _reads_output(stmt)
     if isinstance(stmt.value, ir.Op) and stmt.value.op in REDUCTIONS:
@@ -210,8 +293,8 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         if ir.is_scalar(stmt.value):
             continue  # scalar lets are Python in the factory, outside every phase
         shape = iteration_shape(stmt)
-        follows_matmul = groups and is_matmul(kernel.body[groups[-1][1][-1]])
-        if groups and not follows_matmul and _joins(stmt, shape, groups[-1][0]):
+        follows_own = groups and has_own_phase(kernel.body[groups[-1][1][-1]])
+        if groups and not follows_own and _joins(stmt, shape, groups[-1][0]):
             groups[-1][1].append(index)
         else:
             groups.append((shape, [index], ir.compute_itemsize(stmt.value)))
@@ -220,6 +303,11 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         if is_matmul(kernel.body[indexes[0]]):
             cube = choose_cube_tile(kernel.body[indexes[0]].value, target)
             phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
+            continue
+        if is_window(kernel.body[indexes[0]]):
+            window = kernel.body[indexes[0]].value
+            steps = window_steps(window, window.operands[0].type.shape, target)
+            phases.append(ir.Phase(tuple(indexes), shape, tile=steps[0].frame_tile, window=steps))
             continue
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
             kernel, indexes, shape, itemsize, target.max_tile_elements

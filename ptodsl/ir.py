@@ -203,7 +203,67 @@ class Expand:
     shape: tuple[int, ...]
 
 
-OpAttrs = Reduce | Along | Triangle | Cast | Slice | Transposes | Expand
+@attrs.frozen
+class Window:
+    """A window reduction over `axes` (torch's pooling): per axis, the window's `size`,
+    `stride`, zero-based `padding` on both ends, `dilation` between taps; `ceil_mode`
+    keeps a last, partial window that starts inside the input or its left padding."""
+
+    axes: tuple[int, ...]
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    ceil_mode: bool = False
+
+    def extent(self, position: int, length: int) -> int:
+        """The number of windows along `axes[position]` of a `length`-long axis (torch)."""
+        size, stride = self.size[position], self.stride[position]
+        padding, dilation = self.padding[position], self.dilation[position]
+        span = length + 2 * padding - dilation * (size - 1) - 1
+        count = (-(-span // stride) if self.ceil_mode else span // stride) + 1
+        if self.ceil_mode and (count - 1) * stride >= length + padding:
+            count -= 1  # torch: the last window must start inside the input or left padding
+        return count
+
+    def result_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        extents = {axis: self.extent(i, shape[axis]) for i, axis in enumerate(self.axes)}
+        return tuple(extents.get(axis, size) for axis, size in enumerate(shape))
+
+    def moved(self, sources: list[int | None]) -> Window:
+        """The window on new axes: `sources[new]` is the old axis a new one comes from (each
+        windowed axis comes from exactly one), per-axis values following their axes."""
+        order = sorted(range(len(self.axes)), key=lambda i: sources.index(self.axes[i]))
+
+        def per_axis(values: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(values[i] for i in order)
+
+        return attrs.evolve(
+            self,
+            axes=tuple(sources.index(self.axes[i]) for i in order),
+            size=per_axis(self.size),
+            stride=per_axis(self.stride),
+            padding=per_axis(self.padding),
+            dilation=per_axis(self.dilation),
+        )
+
+
+@attrs.frozen
+class Fill:
+    """A tensor of the result's shape holding `value` everywhere (a window's padding)."""
+
+    value: float
+
+
+@attrs.frozen
+class Swap:
+    """Two axes a transpose exchanges (a window phase's last-axis steps)."""
+
+    first: int
+    second: int
+
+
+OpAttrs = Reduce | Along | Triangle | Cast | Slice | Transposes | Expand | Window | Fill | Swap
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
@@ -578,6 +638,65 @@ class Partial:
 
 
 @attrs.frozen
+class WindowStep:
+    """One axis of a window phase, on a block of shape `shape` (the frame's rank; with the
+    last two axes exchanged first when `transposed`, so that the window never slides along
+    the contiguous axis, whose one-element views PyPTO copies element row by row): the
+    axis is padded by `front` and `back` fill values under `frame_tile`, so that its length
+    is `rows * stride`; reshaped to `split` = [outer, rows, stride, inner], where tap j is
+    the view [outer, extent, 1, inner] at row `taps[j][0]`, column `taps[j][1]`, under
+    `split_tile`; the taps combine into [outer, extent, 1, inner], reshaped back to the
+    block with the axis `extent` long (and exchanged back) under `result_tile`."""
+
+    axis: int  # the windowed axis, in the frame's order
+    shape: tuple[int, ...]  # the block the step reads, in the frame's order
+    front: int
+    back: int
+    split: tuple[int, int, int, int]
+    taps: tuple[tuple[int, int], ...]
+    extent: int
+    frame_tile: tuple[int, ...]
+    split_tile: tuple[int, int, int, int]
+    result_tile: tuple[int, ...]  # of the result in the working layout
+    transposed: bool = False
+    swap_tile: tuple[int, ...] | None = None  # of the block, for the exchange before
+
+    @property
+    def padded(self) -> tuple[int, ...]:
+        """The padded block in the working layout."""
+        at = self.working_axis
+        return (
+            self.working_shape[:at]
+            + (self.split[1] * self.split[2],)
+            + self.working_shape[at + 1 :]
+        )
+
+    @property
+    def working_result(self) -> tuple[int, ...]:
+        at = self.working_axis
+        return self.working_shape[:at] + (self.extent,) + self.working_shape[at + 1 :]
+
+    @property
+    def result(self) -> tuple[int, ...]:
+        """The step's result in the frame's order."""
+        return self.shape[: self.axis] + (self.extent,) + self.shape[self.axis + 1 :]
+
+    @property
+    def working_axis(self) -> int:
+        """The windowed axis in the layout the step pads and splits."""
+        return len(self.shape) - 2 if self.transposed else self.axis
+
+    @property
+    def working_shape(self) -> tuple[int, ...]:
+        """The block in that layout."""
+        return swap_last(self.shape) if self.transposed else self.shape
+
+
+def swap_last(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape[:-2] + (shape[-1], shape[-2])
+
+
+@attrs.frozen
 class Phase:
     """Statements that run under one vector tile shape, over one iteration shape."""
 
@@ -589,6 +708,7 @@ class Phase:
     k_loop: Loop | None = None  # a matmul contracting more than PyPTO's inner-axis limit
     partials: tuple[Partial, ...] = ()  # reductions the loop splits, combined after it
     accumulate_tile: tuple[int, ...] | None = None  # vector tile of a K loop's accumulation
+    window: tuple[WindowStep, ...] | None = None  # a window phase's steps, one per axis
 
     @property
     def block_shape(self) -> tuple[int, ...]:

@@ -37,6 +37,7 @@ class Kind(enum.Enum):
     CAST = "cast"  # converts each value to the dtype of its attributes
     SLICE = "slice"  # a static crop (x[1:, :-1]): its cut axes are positional
     CONCAT = "concat"  # two values joined along `axis` (cat): positional along it
+    WINDOW = "window"  # a reduction over sliding windows (pooling): positional along `axes`
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -437,6 +438,84 @@ def _concat_bound(t, operands, attributes):
     return t.cat([a.value, b.value], dim=attributes.axis), t.cat(scales, dim=attributes.axis)
 
 
+# The torch reference of a window reduction, the same text in the emitted reference
+# (`ptodsl.reference`) and in the error bounds: per axis, the padded axis's taps picked with
+# index_select and combined; independent of the kernel's reshapes and views.
+WINDOW_REFERENCE = '''
+def _window(x, reduction, axes, size, stride, padding, dilation, ceil_mode):
+    """A window reduction over `axes`, as torch's pooling computes it: padding takes no part
+    in a max or min; an average counts it (count_include_pad)."""
+    fill = {"max": -math.inf, "min": math.inf}.get(reduction, 0.0)
+    for axis, k, s, p, d in zip(axes, size, stride, padding, dilation, strict=True):
+        span = x.shape[axis] + 2 * p - d * (k - 1) - 1
+        count = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (count - 1) * s >= x.shape[axis] + p:
+            count -= 1
+        back = max(0, (count - 1) * s + d * (k - 1) + 1 - p - x.shape[axis])
+        pads = [list(x.shape), list(x.shape)]
+        pads[0][axis], pads[1][axis] = p, back
+        x = torch.cat([x.new_full(pads[0], fill), x, x.new_full(pads[1], fill)], dim=axis)
+        starts = torch.arange(count, device=x.device) * s
+        taps = torch.stack([x.index_select(axis, starts + j * d) for j in range(k)])
+        if reduction == "max":
+            x = taps.amax(0)
+        elif reduction == "min":
+            x = taps.amin(0)
+        else:
+            x = taps.sum(0)
+    return x / math.prod(size) if reduction == "mean" else x
+'''
+
+
+def _window_function(t):
+    namespace = {"torch": t, "math": math}
+    exec(WINDOW_REFERENCE, namespace)  # noqa: S102 - ptodsl's own text, above
+    return namespace["_window"]
+
+
+def _window_bound(reduction: str) -> Bound:
+    """A max or min window moves by at most the largest error in the window and does not
+    round; a sum rounds like the sum of its terms' magnitudes, an average once more."""
+
+    def bound(t, operands, attributes):
+        (a,) = operands
+        window = _window_function(t)
+        geometry = (
+            attributes.axes,
+            attributes.size,
+            attributes.stride,
+            attributes.padding,
+            attributes.dilation,
+            attributes.ceil_mode,
+        )
+        value = window(a.value, reduction, *geometry)
+        scale = a.scale.expand(a.value.shape)
+        if reduction in ("max", "min"):
+            return value, window(scale, "max", *geometry)
+        terms = window(scale + a.value.abs(), reduction, *geometry)
+        return value, terms + value.abs() if reduction == "mean" else terms
+
+    return bound
+
+
+def _window_op(reduction: str) -> OpDef:
+    """window_max(x, axis=..., size=..., stride=..., padding=..., dilation=...): one entry
+    per combining reduction; materialise's window phases spell them in PyPTO."""
+    return OpDef(
+        f"window_{reduction}",
+        Kind.WINDOW,
+        1,
+        spec=f"window_{reduction}",
+        torch="_window({0}, "
+        + f'"{reduction}"'
+        + ", {axes}, {size}, {stride}, {padding}, {dilation}, {ceil_mode})",
+        native="t",
+        attributes=ir.Window,
+        bound=_window_bound(reduction),
+        rounds=reduction in ("sum", "mean"),
+    )
+
+
 def _matmul_bound(t, operands, attributes):
     """s_a @ |b| + |a| @ s_b, and the products' own rounding |a| @ |b|."""
     a, b = operands
@@ -816,6 +895,8 @@ _OPS = [
         attributes=ir.Along,
         bound=_concat_bound,
     ),
+    # ---- window reductions (pooling) ----------------------------------------------------
+    *(_window_op(reduction) for reduction in ("max", "min", "sum", "mean")),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -829,6 +910,19 @@ _OPS = [
     OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T"),
     OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})"),
     OpDef("expand", Kind.LAYOUT, 1, pypto="pypto.expand_clone({0}, {shape})", attributes=ir.Expand),
+    # A window phase's padding and its axis splits (materialise; pypto.reshape runs on
+    # values inside a kernel, measured in SIM).
+    OpDef(
+        "fill",
+        Kind.LAYOUT,
+        0,
+        pypto="pypto.full({shape}, {value}, pypto.{dtype})",
+        attributes=ir.Fill,
+    ),
+    OpDef("reshape", Kind.LAYOUT, 1, pypto="pypto.reshape({0}, {shape})"),
+    OpDef(
+        "swap", Kind.LAYOUT, 1, pypto="pypto.transpose({0}, {first}, {second})", attributes=ir.Swap
+    ),
 ]
 
 OPS: dict[str, OpDef] = {op.name: op for op in _OPS}
@@ -867,8 +961,8 @@ POSITIONAL = (Kind.SCAN, Kind.INDEX, Kind.CONCAT)
 
 def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
     """The axes the scans, position counts and concatenations among these expressions run
-    along, and the axes crops cut: no pass may merge one with another axis or split it
-    with a loop."""
+    along, the axes crops cut and windows slide along: no pass may merge one with another
+    axis or split it with a loop."""
     axes: set[int] = set()
     for value in values:
         for node in ir.walk(value):
@@ -879,6 +973,8 @@ def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
                 axes.add(node.attrs.axis)
             elif kind is Kind.SLICE:
                 axes |= node.attrs.cut()
+            elif kind is Kind.WINDOW:
+                axes |= set(node.attrs.axes)
     return frozenset(axes)
 
 
@@ -907,13 +1003,15 @@ _REQUIRED = {
     Kind.CAST: ("torch", "pypto", "attributes"),
     Kind.SLICE: ("torch", "pypto", "attributes"),
     Kind.CONCAT: ("spec", "torch", "pypto", "attributes"),
+    Kind.WINDOW: ("spec", "torch", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
 
 
-# Spelled without a template: infix by ptodsl.pyexpr, matmul by codegen's cube phases.
-_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL)
+# Spelled without a template: infix by ptodsl.pyexpr, matmul by codegen's cube phases,
+# windows by materialise's window phases (pads, reshapes, views and elementwise ops).
+_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL, Kind.WINDOW)
 
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
 _ATTRIBUTE_FAMILY = {
@@ -926,6 +1024,7 @@ _ATTRIBUTE_FAMILY = {
     Kind.CAST: ir.Cast,
     Kind.SLICE: ir.Slice,
     Kind.CONCAT: ir.Along,
+    Kind.WINDOW: ir.Window,
     Kind.MATMUL: ir.Transposes,
 }
 

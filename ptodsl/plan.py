@@ -25,6 +25,14 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
             "loop": None if loop is None else _loop(loop),
             "k_loop": None if phase.k_loop is None else _loop(phase.k_loop),
         }
+    if phase.window is not None:
+        return {
+            "statements": list(phase.statements),
+            "kind": "window",
+            "shape": list(phase.shape),
+            "steps": [_window_step(step) for step in phase.window],
+            "loop": None if loop is None else _loop(loop),
+        }
     entry = {
         "statements": list(phase.statements),
         "kind": "vector",
@@ -41,6 +49,29 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
             "tail_tile": list(phase.tail_tile) if phase.tail_tile else None,
         }
     return entry
+
+
+def _window_step(step: ir.WindowStep) -> dict:
+    tiles = {
+        "pad": (step.padded, step.frame_tile),
+        "split": (step.split, step.split_tile),
+        "result": (step.working_result, step.result_tile),
+    }
+    if step.swap_tile is not None:
+        tiles = {"swap": (step.shape, step.swap_tile)} | tiles
+    return {
+        "axis": step.axis,
+        "block": list(step.shape),
+        "transposed": step.transposed,
+        "pad": [step.front, step.back],
+        "split": list(step.split),
+        "taps": [list(tap) for tap in step.taps],
+        "extent": step.extent,
+        "tiles": {
+            name: {"shape": list(shape), "tile": list(tile), "auto_tiles": auto_tiles(shape, tile)}
+            for name, (shape, tile) in tiles.items()
+        },
+    }
 
 
 def _loop(loop: ir.Loop) -> dict:

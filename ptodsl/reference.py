@@ -56,6 +56,10 @@ def _uses(kernel: ir.Kernel, wanted: Callable[[ir.Op], bool]) -> bool:
     )
 
 
+def _is_window(node: ir.Op) -> bool:
+    return ops.lookup(node.op).kind is ops.Kind.WINDOW
+
+
 def _scan_variant(node: ir.Op) -> bool:
     return isinstance(node.attrs, ir.Scan) and bool(node.attrs.variant)
 
@@ -101,12 +105,13 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         "pass, it shares no code path with the PyPTO kernel.",
         '"""',
         "",
-        *(["import math", ""] if uses_math(kernel) else []),
+        *(["import math", ""] if uses_math(kernel) or _uses(kernel, _is_window) else []),
         "import torch",
         "",
         *([*_BATCHMEAN.splitlines(), ""] if _uses(kernel, lambda op: op.op == "batchmean") else []),
         *([*_SCAN.splitlines(), ""] if _uses(kernel, _scan_variant) else []),
         *([*_CROP.splitlines(), ""] if _uses(kernel, lambda op: op.op == "slice") else []),
+        *([*ops.WINDOW_REFERENCE.splitlines(), ""] if _uses(kernel, _is_window) else []),
         "",
         *emit_def("reference", parameters, ""),
     ]

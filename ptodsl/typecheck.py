@@ -29,6 +29,8 @@ MASKS = tuple(op.spec for op in ops.of_kind(ops.Kind.MASK))  # triu(x, diagonal=
 INDEX = next(op for op in ops.of_kind(ops.Kind.INDEX))  # index(x, axis=a): positions
 # argmax(x, axis=a): the first position of the extremum along one axis, as i64.
 ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
+WINDOWS = tuple(op.spec for op in ops.of_kind(ops.Kind.WINDOW))  # window_max(x, axis=...)
+WINDOW_KEYWORDS = ("axis", "size", "stride", "padding", "dilation", "ceil_mode")
 CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
 DOMAINS = {
     "real": "any real number (the default)",
@@ -44,9 +46,10 @@ FIXED_FLAG_TYPE = "bool"  # `param return_indices: bool = false`: a fixed flag
 WEIGHT_INITS = ("ones", "zeros")
 # Integers reach the kernel's f32 arithmetic exactly up to 2^24.
 MAX_EXACT_INTEGER = 1 << 24
-# Declared tensors follow PyPTO's rank limit; split entries (`G * CG`) may add logical
-# axes, as long as axis merging brings the kernel back to 4.
-MAX_DECLARED_RANK = 4
+# PyPTO's tensors have at most 4 axes; a declared tensor may have more (3-D pooling's
+# [N, C, D, H, W]) and split entries (`G * CG`) add logical axes, as long as axis merging
+# brings the kernel back to 4 (merge_axes says where it cannot).
+MAX_DECLARED_RANK = 8
 
 # Names the generated module defines or imports; a spec name equal to one would shadow it.
 # (Loop variables are not among them: materialise names them around the spec's names.)
@@ -371,7 +374,7 @@ class _TypeChecker:
         assert type_expr.dims is not None
         if len(type_expr.dims) > MAX_DECLARED_RANK:
             raise SpecError(
-                f"rank {len(type_expr.dims)} is above PyPTO's limit of {MAX_DECLARED_RANK}",
+                f"rank {len(type_expr.dims)} is above ptodsl's limit of {MAX_DECLARED_RANK}",
                 type_expr.span,
             )
         sizes = tuple(self.dim_size(d) for entry in type_expr.dims for d in entry)
@@ -521,6 +524,96 @@ class _TypeChecker:
             "slice", (value,), cropped_type, node.span, ir.Slice(tuple(starts), tuple(stops))
         )
 
+    def window(self, node: s.Call) -> ir.Expr:
+        """window_max(x, axis=[2, 3], size=2, stride=2, padding=1, dilation=3): torch's
+        pooling over any axes. A single value applies to every axis; a list gives one per
+        axis, in increasing axis order. stride defaults to size, as in torch."""
+        for argument in node.keywords:
+            if argument.name == "kernel_size":  # torch's pooling name
+                raise SpecError(
+                    f"unexpected keyword `kernel_size` for `{node.func}`",
+                    argument.span,
+                    note="did you mean `size=`? the window's length",
+                )
+        keywords = self.keywords(node, WINDOW_KEYWORDS)
+        operand = self.tensor_operand(node)
+        if "axis" not in keywords:
+            raise SpecError(
+                f"`{node.func}` needs `axis=`: the axes its windows slide along",
+                node.span,
+                note="e.g. `axis=[2, 3]` for the spatial axes of an [N, C, H, W] tensor",
+            )
+        axis_argument = keywords["axis"]
+        axes = self.axes(axis_argument, operand.type.rank, node.func)
+        if "size" not in keywords:
+            raise SpecError(f"`{node.func}` needs `size=`: the window's length", node.span)
+        size = self.per_axis(keywords["size"], axes, None, minimum=1)
+        stride = self.per_axis(keywords.get("stride"), axes, size, minimum=1)
+        padding = self.per_axis(keywords.get("padding"), axes, (0,) * len(axes), minimum=0)
+        dilation = self.per_axis(keywords.get("dilation"), axes, (1,) * len(axes), minimum=1)
+        ceil_mode = self.flag(keywords.get("ceil_mode"))
+        averages = node.func == "window_mean"
+        for k, p, d in zip(size, padding, dilation, strict=True):
+            effective = k if averages else d * (k - 1) + 1
+            if p > effective // 2:
+                raise SpecError(
+                    f"padding {p} is more than half the window ({effective} elements)",
+                    keywords["padding"].value.span,
+                    note="torch's pooling allows padding up to half the (dilated) window",
+                )
+        if averages and ceil_mode:
+            raise SpecError(
+                "`window_mean` with `ceil_mode=true` is not supported",
+                keywords["ceil_mode"].value.span,
+                note="its last windows would average fewer elements; ptodsl averages whole "
+                "windows (torch's count_include_pad)",
+            )
+        attributes = ir.Window(axes, size, stride, padding, dilation, ceil_mode)
+        shape = attributes.result_shape(operand.type.shape)
+        for axis in axes:
+            if shape[axis] < 1:
+                raise SpecError(
+                    f"no window fits along axis {axis} ({operand.type.shape[axis]} long)",
+                    node.span,
+                    note="a window longer than its padded axis leaves nothing to reduce",
+                )
+        return ir.Op(
+            node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
+        )
+
+    def per_axis(
+        self,
+        argument: s.Keyword | None,
+        axes: tuple[int, ...],
+        default: tuple[int, ...] | None,
+        minimum: int,
+    ) -> tuple[int, ...]:
+        """A window keyword's value per axis: one integer for all, or a list of one each."""
+        if argument is None:
+            assert default is not None
+            return default
+        items = (
+            argument.value.items if isinstance(argument.value, s.ListExpr) else (argument.value,)
+        )
+        if isinstance(argument.value, s.ListExpr) and len(items) != len(axes):
+            raise SpecError(
+                f"{argument.name} has {len(items)} values for {len(axes)} axes", argument.value.span
+            )
+        values = []
+        for item in items:
+            try:
+                value = self.axis_value(item)
+            except SpecError:
+                raise SpecError(
+                    f"{argument.name} is an integer literal or an `int` param", item.span
+                ) from None
+            if value < minimum:
+                raise SpecError(
+                    f"{argument.name} must be at least {minimum}, not {value}", item.span
+                )
+            values.append(value)
+        return tuple(values) if len(values) == len(axes) else tuple(values) * len(axes)
+
     def concat(self, node: s.Call) -> ir.Expr:
         """cat([a, b, ...], axis=k): joined along k, equal elsewhere (no broadcasting, as in
         torch); more than two nest pairwise."""
@@ -663,6 +756,8 @@ class _TypeChecker:
             return self.arg_reduction(node)
         if name == INDEX.spec:
             return self.index(node)
+        if name in WINDOWS:
+            return self.window(node)
         if name == CONCAT.spec:
             return self.concat(node)
         if name == "batchmean":
@@ -687,6 +782,7 @@ class _TypeChecker:
             | set(AXIS_FUNCTIONS)
             | set(MASKS)
             | set(ARG_REDUCTIONS)
+            | set(WINDOWS)
             | {"where", "clamp", "batchmean", INDEX.spec, CONCAT.spec}
         )
         raise SpecError(

@@ -16,13 +16,19 @@ Every stage:
   position count has its operand's extent along its axis and 1 along the others.
 After `legalize`: every tensor op is a form the target supports (or a layout op).
 Throughout: a crop's bounds lie inside its operand, a concatenation's operands agree off its
-axis, a cast has its attributes' dtype, and no elementwise op computes on integers.
+axis, a cast has its attributes' dtype, and no elementwise op computes on integers; a
+window's shape follows from its operand and attributes (torch's pooling rule), one value per
+windowed axis (sorted, distinct, within the rank); a reshape keeps the element count.
 After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
 After `tiling`: every tensor statement is in exactly one phase, phases keep statement
 order, a vector tile has its phase's rank, at least 2 (the cost model undercharges rank-1
 copies), and fits the target's tile budget (its last axis may exceed a short row:
 reductions round it up to PyPTO's 32-byte alignment), and a scan along the last axis keeps
-that axis's tile within the target's scan limit.
+that axis's tile within the target's scan limit. A window phase holds one window statement
+and a step per windowed axis, in order, each step's block the previous step's result (the
+first the operand, or its loop block), its pad making the axis `rows * stride` long, its
+split that padded block at rank 4, its taps views within the split, and its tiles of the
+right ranks within the tile budget and the auto-tile limit.
 After `loops`: every loop covers its axis exactly (count x chunk + tail), a matmul's M loop
 its rows and a K loop the contraction; no loop splits an axis a scan runs along.
 After `materialise`: every phase of the schedule has its instructions, in order, and
@@ -166,6 +172,12 @@ class _Verifier:
             self.crop(node, where)
         elif kind is ops.Kind.CONCAT:
             self.concatenation(node, where)
+        elif kind is ops.Kind.WINDOW:
+            self.window(node, where)
+        elif node.op == "reshape":
+            (operand,) = node.operands
+            if operand.type.size != node.type.size or operand.type.dtype != node.type.dtype:
+                self.fail(f"{where}: `reshape` of {operand.type} to {node.type}")
         elif kind is ops.Kind.ARG_REDUCTION:
             self.reduction(node, where)
             if node.type.dtype is not ir.DType.I64 or len(node.attrs.axes) != 1:
@@ -209,6 +221,24 @@ class _Verifier:
             joined = joined and (z == x + y if i == axis else x == y == z)
         if not joined:
             self.fail(f"{where}: `cat` along axis {axis} of {a} and {b} is {node.type}")
+
+    def window(self, node: ir.Op, where: str) -> None:
+        """A window: its operand's dtype, the extents torch's pooling rule gives."""
+        (operand,) = node.operands
+        window = node.attrs
+        axes = window.axes
+        per_axis = (window.size, window.stride, window.padding, window.dilation)
+        if (
+            not axes
+            or list(axes) != sorted(set(axes))
+            or not 0 <= axes[0] <= axes[-1] < operand.type.rank
+            or any(len(values) != len(axes) for values in per_axis)
+        ):
+            self.fail(f"{where}: `{node.op}` over axes {list(axes)} of {operand.type}")
+            return
+        expected = ir.TensorType(window.result_shape(operand.type.shape), operand.type.dtype)
+        if node.type != expected:
+            self.fail(f"{where}: `{node.op}` of {operand.type} is {node.type}, not {expected}")
 
     def conversion(self, node: ir.Op, where: str) -> None:
         """A cast: its operand's shape, the dtype its attributes name."""
@@ -293,7 +323,9 @@ class _Verifier:
             self.phase(number, phase)
 
     def phase(self, number: int, phase: ir.Phase) -> None:
-        if phase.cube is None:
+        if phase.window is not None:
+            self.window_phase(number, phase)
+        elif phase.cube is None:
             if len(phase.tile) != len(phase.shape):
                 self.fail(f"phase {number}: tile {list(phase.tile)} for shape {list(phase.shape)}")
             elif any(t < 1 for t in phase.tile):
@@ -322,6 +354,51 @@ class _Verifier:
             covered = loop.count * loop.chunk + loop.tail
             if covered != extent:
                 self.fail(f"phase {number}: loop covers {covered} of axis {loop.axis} ({extent})")
+
+    def window_phase(self, number: int, phase: ir.Phase) -> None:
+        where = f"phase {number}"
+        if len(phase.statements) != 1:
+            self.fail(f"{where}: a window phase holds {len(phase.statements)} statements")
+            return
+        window = self.kernel.body[phase.statements[0]].value
+        if not (isinstance(window, ir.Op) and isinstance(window.attrs, ir.Window)):
+            self.fail(f"{where}: a window phase without a window statement")
+            return
+        block = list(window.operands[0].type.shape)
+        if self.looped and phase.loop is not None:
+            block[phase.loop.axis] = phase.loop.chunk
+        steps = phase.window
+        if [step.axis for step in steps] != list(window.attrs.axes):
+            self.fail(f"{where}: steps along {[s.axis for s in steps]}, not the window's axes")
+            return
+        budget = self.target.max_tile_elements
+        for position, step in enumerate(steps):
+            axis, shape = step.axis, step.shape
+            outer, rows, stride, inner = step.split
+            padded = shape[axis] + step.front + step.back
+            fits = (
+                list(shape) == block
+                and stride == window.attrs.stride[position]
+                and padded == rows * stride
+                and outer * inner * shape[axis] == math.prod(shape)
+                and step.extent
+                == window.attrs.extent(position, window.operands[0].type.shape[axis])
+                and all(
+                    0 <= r and r + step.extent <= rows and 0 <= c < stride for r, c in step.taps
+                )
+            )
+            tiles = (
+                (step.frame_tile, len(shape)),
+                (step.split_tile, 4),
+                (step.result_tile, len(shape)),
+            )
+            for tile, rank in tiles:
+                fits = fits and len(tile) == rank and min(tile) >= 1
+                fits = fits and math.prod(tile) <= budget
+            if not fits:
+                self.fail(f"{where}: window step {position} along axis {axis}: {step}")
+                return
+            block[axis] = step.extent
 
 
 def _loop_extents(kernel: ir.Kernel, phase: ir.Phase) -> list[tuple[ir.Loop, int]]:

@@ -46,6 +46,16 @@ CI_DIMS = {
     "15_matmul_lower_triangular": {"M": 1024},
     "16_matmul_transposed_a": {"M": 256, "K": 1024, "N": 512},
     "18_matmul_transposed_both": {"M": 256, "K": 1024, "N": 512},
+    # pooling: every spatial dim scaled; `pooled` follows torch's rule for the window (#46's
+    # channels keep the size `pooled` shares with them: the problem file cannot tell them apart)
+    "42_max_pool_2d": {"batch_size": 2, "channels": 4, "height": 16, "width": 16, "pooled": 8},
+    "43_max_pool_3d": {
+        **{"batch_size": 2, "channels": 4, "dim1": 16, "dim2": 16, "dim3": 16, "pooled": 6}
+    },
+    "45_avg_pool_2d": {"batch_size": 2, "channels": 4, "height": 32, "width": 32, "pooled": 10},
+    "46_avg_pool_3d": {
+        **{"batch_size": 2, "channels": 8, "depth": 16, "height": 16, "width": 16, "pooled": 8}
+    },
 }
 
 

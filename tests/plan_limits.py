@@ -17,12 +17,34 @@ def assert_cube_tile_fits(cube: dict) -> None:
     assert (m1 + n1) * k1 * 4 <= 512 * 1024
 
 
+def assert_window_steps_fit(phase: dict) -> None:
+    """Every op of every step within the tile budget and the auto-tile limit, at rank <= 4
+    (the split rank 4); a transpose's tiles within a quarter of the budget (its workspace)."""
+    for step in phase["steps"]:
+        for name, op in step["tiles"].items():
+            shape, tile = op["shape"], op["tile"]
+            assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank
+            assert all(1 <= t <= s for t, s in zip(tile[:-1], shape[:-1], strict=True))
+            budget = PYPTO_0_2_0.max_tile_elements
+            if step["transposed"] and name in ("swap", "result"):
+                budget //= 4
+            assert math.prod(tile) <= budget
+            assert op["auto_tiles"] <= PYPTO_0_2_0.max_auto_tiles
+        assert len(step["split"]) == 4
+    loop = phase["loop"]
+    if loop is not None:
+        assert loop["count"] * loop["chunk"] + loop["tail"] == phase["shape"][loop["axis"]]
+
+
 def assert_plan_within_limits(plan: dict) -> None:
     """Every phase of a plan (ptodsl.plan) within PyPTO 0.2.0's tile, tile-count and loop rules."""
     for kernel in plan["kernels"]:
         for phase in kernel["phases"]:
             if phase["kind"] == "cube":
                 assert_cube_tile_fits(phase["cube_tile"])
+                continue
+            if phase["kind"] == "window":
+                assert_window_steps_fit(phase)
                 continue
             shape, tile = phase["shape"], phase["tile"]
             assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank

@@ -1,7 +1,7 @@
 """Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
 params, constants and reductions, scans, masks (triangles and bool inputs), positions,
-products, arg-reductions, crops and concatenations, on shapes of rank 1 to 4 with primes and
-size-1 axes.
+products, arg-reductions, crops and concatenations, windows (pooling), on shapes of rank 1
+to 4 with primes and size-1 axes.
 
 `generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
 its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
@@ -247,6 +247,11 @@ class _Builder:
             joined = tuple(2 * s if a == axis else s for a, s in enumerate(value.shape))
             text = f"cat([{value.text}, {value.text} * 0.5], axis={axis})"
             value = _Value(text, joined, value.positive)
+        # Windows: a fourth stream of their own.
+        window_rng = random.Random(seed * 7919 + 3)
+        long_axes = [a for a, size in enumerate(value.shape or ()) if size >= 3]
+        if window_rng.random() < 0.1 and long_axes:
+            value = self.window(window_rng, value, long_axes)
         output_dtype = None
         if rng.random() < 0.3:
             statements.append(f"let t = {value.text}")
@@ -279,6 +284,36 @@ class _Builder:
         lines.append(f"y = {text}")
         elements = max(math.prod(s) for _, s, _ in self.inputs)
         return GeneratedSpec("\n".join(lines) + "\n", seed, max(elements, math.prod(shape)))
+
+    def window(self, rng: random.Random, value: _Value, long_axes: list[int]) -> _Value:
+        """window_max/min/sum/mean over one or two axes, torch's pooling arithmetic."""
+        axes = sorted(rng.sample(long_axes, min(len(long_axes), rng.choice([1, 1, 2]))))
+        reduction = rng.choice(["max", "min", "sum", "mean"])
+        shape = list(value.shape)
+        sizes, strides, paddings, dilations = [], [], [], []
+        for axis in axes:
+            size, stride = rng.choice([2, 3]), rng.choice([1, 2, 3])
+            dilation = 1 if reduction == "mean" else rng.choice([1, 2])
+            widest = size if reduction == "mean" else dilation * (size - 1) + 1
+            padding = rng.randint(0, widest // 2)
+            span = shape[axis] + 2 * padding - dilation * (size - 1) - 1
+            if span < 0:
+                size, dilation, padding, span = 2, 1, 1, shape[axis] - 1
+            shape[axis] = span // stride + 1
+            sizes.append(size)
+            strides.append(stride)
+            paddings.append(padding)
+            dilations.append(dilation)
+
+        def listed(values: list[int]) -> str:
+            return str(values[0]) if len(values) == 1 else str(values)
+
+        text = (
+            f"window_{reduction}({value.text}, axis={listed(axes)}, size={listed(sizes)}, "
+            f"stride={listed(strides)}, padding={listed(paddings)}, "
+            f"dilation={listed(dilations)})"
+        )
+        return _Value(text, tuple(shape), value.positive)
 
 
 def generate(

@@ -366,3 +366,47 @@ def test_a_wrong_crop_or_concatenation_fails(old, new, tmp_path):
     report = rejected(tmp_path, CROPPED, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+POOLED = """kernel pooled
+dims N = 2, C = 3, H = 12, W = 12, P = 6
+input x: f32[N, C, H, W]
+output y: f32[N, C, P, P]
+y = window_max(x, axis=[2, 3], size=3, stride=2, padding=1)
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # a window of two: the third tap along H replaced by the first
+        (
+            "pypto.view(y_split0, [6, 6, 1, 12], [0, 1, 0, 0])",
+            "pypto.view(y_split0, [6, 6, 1, 12], [0, 0, 0, 0])",
+        ),
+        # the first tap along W a stride late
+        (
+            "pypto.view(y_split1, [6, 6, 1, 6], [0, 0, 0, 0])",
+            "pypto.view(y_split1, [6, 6, 1, 6], [0, 1, 0, 0])",
+        ),
+        # zero padding: an all-negative edge window then gives 0
+        (
+            "y_fill0 = pypto.full([6, 1, 12], -3.4028234663852886e+38",
+            "y_fill0 = pypto.full([6, 1, 12], 0.0",
+        ),
+        # H and W swapped in the result
+        ("y[:] = pypto.transpose(y_unswap1, 1, 2)", "y[:] = y_unswap1"),
+    ],
+    ids=["tap_dropped", "tap_a_stride_late", "zero_padding", "axes_swapped"],
+)
+def test_a_wrong_window_fails(old, new, tmp_path):
+    report = rejected(tmp_path, POOLED, old, new)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_an_average_window_with_the_wrong_divisor_fails(tmp_path):
+    text = POOLED.replace("window_max", "window_mean")
+    report = rejected(tmp_path, text, "* 0.1111111111111111", "* 0.125")
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0

@@ -29,7 +29,7 @@ CASES = {
     "unknown_dtype": HEADER + "input x: f64[M, N]\n",
     "duplicate_name": HEADER + "input M: f32[M]\n",
     "zero_dim": "kernel k\ndims N = 0\n",
-    "rank_above_four": HEADER + "input x: f32[M, M, M, M, N]\n",
+    "rank_above_eight": HEADER + "input x: f32[M, M, M, M, M, M, M, M, N]\n",
     "too_many_kernel_axes": "kernel k\ndims A = 2, B = 3, C = 4, D = 5, E = 6\n"
     "input x: f32[A, B * C, D, E]\ninput w: f32[B, 1, D, 1]\noutput y: f32[A, B * C, D, E]\n"
     "y = x * w\n",
@@ -108,6 +108,26 @@ CASES = {
     "dim_offset_below_one": HEADER + "input x: f32[M, N]\noutput y: f32[M - 4, N]\ny = x\n",
     "bool_param_without_value": HEADER + "param flag: bool\ninput x: f32[M, N]\n"
     "output y: f32[M, N]\ny = x\n",
+    "window_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_max(x, size=2)\n",
+    "window_without_size": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_max(x, axis=1)\n",
+    "window_size_zero": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_sum(x, axis=1, size=0)\n",
+    "window_size_not_integer": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_sum(x, axis=1, size=2.5)\n",
+    "window_values_per_axis_mismatch": HEADER + "input x: f32[M, N]\noutput y: f32[2, 4]\n"
+    "y = window_max(x, axis=[0, 1], size=[2, 2, 2])\n",
+    "window_padding_above_half": HEADER + "input x: f32[M, N]\noutput y: f32[M, 8]\n"
+    "y = window_max(x, axis=1, size=2, stride=1, padding=2)\n",
+    "window_mean_ceil_mode": HEADER + "input x: f32[M, N]\noutput y: f32[M, 3]\n"
+    "y = window_mean(x, axis=1, size=3, ceil_mode=true)\n",
+    "window_longer_than_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
+    "y = window_min(x, axis=1, size=9)\n",
+    "window_wrong_output_shape": HEADER + "input x: f32[M, N]\noutput y: f32[M, 3]\n"
+    "y = window_max(x, axis=1, size=2)\n",
+    "window_unknown_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_max(x, axis=1, size=2, kernel_size=2)\n",
     "softmax_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = softmax(x)\n",
     "softmax_two_axes": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = softmax(x, axis=[0, 1])\n",
