@@ -598,6 +598,14 @@ def format_kernel(kernel: Kernel) -> str:
                 f"    statement {partial.statement}: partial results {list(partial.shape)}, "
                 f"combined under tile {list(partial.tile)}"
             )
+        for step in phase.window or ():
+            exchanged = ", last two axes exchanged" if step.transposed else ""
+            lines.append(
+                f"    window axis {step.axis}{exchanged}: pad {step.front} + {step.back}, "
+                f"split {list(step.split)}, taps {[list(t) for t in step.taps]}, "
+                f"{step.extent} windows; tiles {list(step.frame_tile)} / "
+                f"{list(step.split_tile)} / {list(step.result_tile)}"
+            )
     if kernel.program is not None:
         lines.append("  materialised:")
         for code in kernel.program.phases:
