@@ -1,7 +1,8 @@
 """Puts every tensor of the kernel into one frame of iteration axes, in keepdim form.
 
-PyPTO reduces one axis at a time and cannot reshape inside a kernel, so ptodsl works with
-one set of iteration axes for the whole kernel: every tensor has all of them, of full size
+PyPTO reduces one axis at a time, and a reshape inside a kernel needs tiles of its own rank
+(window phases do that, internally), so ptodsl works with one set of iteration axes for the
+whole kernel: every tensor has all of them, of full size
 or of size 1. An input `b[N]` next to `x[M, N]` becomes `b[1, N]`; `sum(x, axis=1)` becomes
 `sum(x, axis=1, keepdim=true)` of shape `[M, 1]`, and a later `s * w[M]` sees `w` as
 `[M, 1]`. Axis identity follows broadcasting (aligned axes are one axis) and reductions

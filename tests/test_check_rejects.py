@@ -405,8 +405,17 @@ def test_a_wrong_window_fails(old, new, tmp_path):
     assert report.outputs[0].mismatched > 0
 
 
-def test_an_average_window_with_the_wrong_divisor_fails(tmp_path):
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("* 0.1111111111111111", "* 0.125"),  # averaged over 8, not the window's 9
+        # the padding an average counts holds 1, not 0
+        ("y_fill0 = pypto.full([6, 1, 12], 0.0", "y_fill0 = pypto.full([6, 1, 12], 1.0"),
+    ],
+    ids=["divisor", "nonzero_padding"],
+)
+def test_a_wrong_average_window_fails(old, new, tmp_path):
     text = POOLED.replace("window_max", "window_mean")
-    report = rejected(tmp_path, text, "* 0.1111111111111111", "* 0.125")
+    report = rejected(tmp_path, text, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
