@@ -36,7 +36,7 @@ import attrs
 from benchmarks import ROOT, spec_by_kernel
 from ptodsl.api import lower_spec
 from ptodsl.diagnostics import Source
-from ptodsl.simulator import CYCLES_PER_US
+from ptodsl.simulator import CYCLES_PER_US, SimulationError
 from ptodsl.tables import markdown_table
 from ptodsl.tuning import probe_cost
 
@@ -168,13 +168,19 @@ def main(argv: list[str]) -> int:
         source = Source(path.read_text(encoding="utf-8"), str(path))
         lowered, _ = lower_spec(source, dims, tuning="cached" if args.tuned else None)
         with tempfile.TemporaryDirectory(prefix="ptodsl-schedule-") as scratch:
-            cost = probe_cost(lowered, trace_dir=Path(scratch))
+            try:
+                cost = probe_cost(lowered, trace_dir=Path(scratch))
+            except SimulationError as error:  # a failing example is a row, not a lost table
+                rows.append([path.stem, f"failed: {str(error).splitlines()[0]}"])
+                rows[-1] += [""] * (len(HEADER) - len(rows[-1]))
+                continue
             launches = sorted(Path(scratch).glob("launch_*"), key=lambda p: int(p.name[7:]))
             for number, launch in enumerate(launches):
                 rows.append(row(path.stem, cost.sim_time_us, number, read_schedule(launch)))
             footer = aicpu_charges(launches[0])
     print(markdown_table(HEADER, rows))
-    print(f"\nSimulated machine: {footer}.")
+    if footer:
+        print(f"\nSimulated machine: {footer}.")
     return 0
 
 
