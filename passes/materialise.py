@@ -375,13 +375,8 @@ def _cube_phase(
     return (*code, _looped(loop_name, loop, variables, block))
 
 
-# What a window's padding holds: a value no element beats (the dtype's finite extreme:
-# every window holds an element of the input, torch's padding rule), or 0 for sums.
-_LARGEST = {
-    ir.DType.F32: 3.4028234663852886e38,
-    ir.DType.F16: 65504.0,
-    ir.DType.BF16: 3.3895313892515355e38,
-}
+# What a window's padding holds: a value no element beats (the dtype's largest finite
+# value, signed: every window holds an element of the input, torch's padding rule), or 0.
 _WINDOW_COMBINE = {
     "window_max": ("maximum", -1.0),
     "window_min": ("minimum", 1.0),
@@ -462,7 +457,7 @@ def _window_steps(
             ]
             current = ir.Ref(f"{name}_swap{number}", swapped.type, span)
         code.append(ir.SetVecTiles(step.frame_tile, f"window axis {step.axis}: padding"))
-        fill = ir.Fill(fill_sign * _LARGEST[dtype])
+        fill = ir.Fill(fill_sign * dtype.largest)
         padded = current
         edges: dict[int, ir.Ref] = {}  # one fill per length: both ends share it when equal
         for extent, at_front in ((step.front, True), (step.back, False)):

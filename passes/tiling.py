@@ -16,6 +16,7 @@ import attrs
 from ptodsl import ir, ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
+from ptodsl.passes.isolate_reductions import is_window as is_window_op
 from ptodsl.target import PYPTO_0_2_0, Target
 
 
@@ -65,7 +66,7 @@ def is_matmul(stmt: ir.Stmt) -> bool:
 
 
 def is_window(stmt: ir.Stmt) -> bool:
-    return isinstance(stmt.value, ir.Op) and isinstance(stmt.value.attrs, ir.Window)
+    return is_window_op(stmt.value)
 
 
 def has_own_phase(stmt: ir.Stmt) -> bool:
@@ -85,6 +86,12 @@ def window_steps(
     attributes = window.attrs
     assert isinstance(attributes, ir.Window)
     itemsize = window.type.dtype.itemsize
+    # A transpose keeps its input, its output and a workspace twice the tile in UB
+    # (measured: a [16, 8, 8, 16] f32 tile needs 262144 bytes of the 196608).
+    swapping = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+    # The taps and their running combination share UB: tiles that do not spill (a spilled
+    # sum of three 64 KB taps breaks pypto's simulator: "opSequenceAfterOOO_").
+    combining = attrs.evolve(target, max_tile_elements=target.spill_safe_tile_elements)
     steps = []
     for position, axis in enumerate(attributes.axes):
         transposed = axis == len(shape) - 1
@@ -101,12 +108,6 @@ def window_steps(
         padded = working[:at] + (rows * stride,) + working[at + 1 :]
         split = (math.prod(working[:at]), rows, stride, math.prod(working[at + 1 :]))
         result = working[:at] + (extent,) + working[at + 1 :]
-        # A transpose keeps its input, its output and a workspace twice the tile in UB
-        # (measured: a [16, 8, 8, 16] f32 tile needs 262144 bytes of the 196608).
-        swapping = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
-        # The taps and their running combination share UB: tiles that do not spill (a
-        # spilled sum of three 64 KB taps breaks pypto's simulator: "opSequenceAfterOOO_").
-        combining = attrs.evolve(target, max_tile_elements=target.spill_safe_tile_elements)
         steps.append(
             ir.WindowStep(
                 axis=axis,

@@ -48,6 +48,11 @@ class DType(enum.Enum):
     def is_float(self) -> bool:
         return self in (DType.F32, DType.F16, DType.BF16)
 
+    @property
+    def largest(self) -> float:
+        """The largest finite value (of a float dtype): a padding no element beats."""
+        return _LARGEST_FLOAT[self.value]
+
 
 # Per dtype: bytes per element, PyPTO's name, torch's name.
 _DTYPE_FACTS = {
@@ -58,6 +63,7 @@ _DTYPE_FACTS = {
     "i64": (8, "DT_INT64", "int64"),
     "bool": (1, "DT_BOOL", "bool"),
 }
+_LARGEST_FLOAT = {"f32": 3.4028234663852886e38, "f16": 65504.0, "bf16": 3.3895313892515355e38}
 
 
 @attrs.frozen
