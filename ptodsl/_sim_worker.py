@@ -34,7 +34,8 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()
     (request_dir,) = (Path(arg) for arg in argv)
     request = json.loads((request_dir / simulator._REQUEST_FILE).read_text())
-    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True)
+    # Mapped, not read: the inputs' pages stay file-backed beside pypto's own copies.
+    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True, mmap=True)
     module_path = Path(request["module_path"])
     try:
         outputs = simulate(module_path, request, payload)
@@ -58,7 +59,16 @@ def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]
         model.load_state_dict(payload["state"])
     with torch.no_grad():
         result = model(*payload["inputs"])
-    return [t.detach().clone() for t in _as_list(result)]
+    return [_compact(t.detach()) for t in _as_list(result)]
+
+
+def _compact(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor itself when it owns exactly its storage (torch.save writes whole storages),
+    else a copy: a second 1 GB output buffer for a 16384 x 16384 kernel is avoided."""
+    owns_storage = tensor.is_contiguous() and tensor.untyped_storage().nbytes() == (
+        tensor.numel() * tensor.element_size()
+    )
+    return tensor if owns_storage else tensor.clone()
 
 
 def _import_file(path: Path) -> ModuleType:

@@ -13,13 +13,13 @@ import functools
 import math
 import tempfile
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
 import torch
 
-from ptodsl import ir, ops
+from ptodsl import ir, ops, sim_memory
 from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
@@ -178,7 +178,7 @@ def judge_pass(
     result: PassResult,
     outputs: tuple[ir.Output, ...],
     expected: tuple[torch.Tensor, ...],
-    bounds: tuple[torch.Tensor, ...],
+    scales: tuple[torch.Tensor, ...],
 ) -> PassCheck:
     judged = functools.partial(
         PassCheck, result.pass_name, result.verdict, result.max_abs_diff, result.dtype
@@ -187,11 +187,11 @@ def judge_pass(
         return judged(True)
     if result.values is None:
         return judged(False)
-    for output, golden, bound in zip(outputs, expected, bounds, strict=True):
+    for output, golden, scale in zip(outputs, expected, scales, strict=True):
         if golden.numel() != result.values.numel():
             continue
         error = (result.values.to(torch.float64) - golden.flatten()).abs()
-        if bool((error <= bound.flatten()).all()):
+        if bool((error <= element_bound(scale.flatten(), output.type.dtype)).all()):
             return judged(True, f"every element within its bound of `{output.name}`")
     return judged(False)
 
@@ -254,16 +254,29 @@ def _finite(value):
     return value
 
 
+# Outputs are judged in flat chunks of this many elements: the float64 temporaries of a
+# comparison then stay small beside a 16384 x 16384 output (2 GB in float64).
+COMPARE_CHUNK = 1 << 22
+
+
+def flat_chunks(*tensors: torch.Tensor) -> Iterator[tuple[int, tuple[torch.Tensor, ...]]]:
+    """Aligned flat slices of equally sized tensors, with each slice's first flat index."""
+    flat = [t.reshape(-1) for t in tensors]
+    total = flat[0].numel()
+    for start in range(0, total, COMPARE_CHUNK):
+        yield start, tuple(f[start : start + COMPARE_CHUNK] for f in flat)
+
+
 def compare(
     name: str,
     actual: torch.Tensor,
     expected: torch.Tensor,
-    bound: torch.Tensor,
+    scale: torch.Tensor,
     dtype: ir.DType,
 ) -> OutputCheck:
-    """Every element of `actual` within its `bound` (`element_bound`: atol + rtol * scale)
-    of `expected` (float64), with the declared dtype and shape exactly, and an expected
-    output no trivial kernel matches."""
+    """Every element of `actual` within its bound (`element_bound` of its error `scale`:
+    atol + rtol * scale) of `expected` (float64), with the declared dtype and shape exactly,
+    and an expected output no trivial kernel matches."""
     atol, rtol = TOLERANCES[dtype]
     shape = tuple(expected.shape)
     failed = functools.partial(OutputCheck, name, shape, dtype.value, atol, rtol)
@@ -271,51 +284,81 @@ def compare(
         return failed(problem=f"kernel returned {actual.dtype}, the spec declares {dtype.value}")
     if tuple(actual.shape) != shape:
         return failed(problem=f"kernel returned shape {list(actual.shape)}, expected {list(shape)}")
-    if not torch.isfinite(expected).all():
+    if not all(bool(torch.isfinite(e).all()) for _, (e,) in flat_chunks(expected)):
         return failed(
             problem="the reference is not finite here: declare an input domain (e.g. `in positive`)"
         )
-    error = (actual.to(torch.float64) - expected).abs()
-    error = torch.where(torch.isfinite(actual), error, torch.full_like(error, math.inf))
-    ratio = torch.where(error == 0, 0.0, error / bound)  # exact elements of a 0 bound
-    order = torch.argsort(ratio.flatten(), descending=True)[:WORST_SHOWN]
+    max_error = worst_ratio = 0.0
+    mismatched = 0
+    bound_low, bound_high = math.inf, -math.inf
+    candidates: list[tuple[float, int]] = []  # (ratio, flat position): the worst of each chunk
+    for start, (got, want, scale_part) in flat_chunks(actual, expected, scale):
+        bound = element_bound(scale_part, dtype)
+        error = (got.to(torch.float64) - want).abs()
+        error = torch.where(torch.isfinite(got), error, math.inf)
+        ratio = torch.where(error == 0, 0.0, error / bound)  # exact elements of a 0 bound
+        max_error = max(max_error, float(error.max()))
+        worst_ratio = max(worst_ratio, float(ratio.max()))
+        mismatched += int((error > bound).sum())
+        bound_low = min(bound_low, float(bound.min()))
+        bound_high = max(bound_high, float(bound.max()))
+        top = torch.topk(ratio, min(WORST_SHOWN, ratio.numel()))
+        positions = [start + i for i in top.indices.tolist()]
+        candidates += zip(top.values.tolist(), positions, strict=True)
+    # The worst first; among equals, the first position (deterministic, unlike a sort's ties).
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    flat_actual, flat_expected, flat_scale = (t.reshape(-1) for t in (actual, expected, scale))
     worst = tuple(
         Element(
-            tuple(int(i) for i in torch.unravel_index(position, shape)) if shape else (),
-            float(actual.flatten()[position]),
-            float(expected.flatten()[position]),
-            float(bound.flatten()[position]),
+            _index(position, shape),
+            float(flat_actual[position]),
+            float(flat_expected[position]),
+            float(element_bound(flat_scale[position : position + 1], dtype)),
         )
-        for position in order
+        for _, position in candidates[:WORST_SHOWN]
     )
+    if not expected.numel():
+        bound_low = bound_high = 0.0
     return OutputCheck(
         name,
         shape,
         dtype.value,
         atol,
         rtol,
-        max_abs_error=float(error.max()) if error.numel() else 0.0,
-        worst_ratio=float(ratio.max()) if ratio.numel() else 0.0,
-        mismatched=int((error > bound).sum()),
-        bound_range=(float(bound.min()), float(bound.max())) if bound.numel() else (0.0, 0.0),
+        max_abs_error=max_error,
+        worst_ratio=worst_ratio,
+        mismatched=mismatched,
+        bound_range=(bound_low, bound_high),
         worst=worst,
-        problem=vacuity(expected, bound, atol),
+        problem=vacuity(expected, scale, dtype),
     )
 
 
-def vacuity(expected: torch.Tensor, bound: torch.Tensor, atol: float) -> str | None:
+def _index(flat_position: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_position), shape))
+
+
+def vacuity(expected: torch.Tensor, scale: torch.Tensor, dtype: ir.DType) -> str | None:
     """Why the tolerance, rather than the kernel, would make this output pass, if it would."""
     if not expected.numel():
         return None
-    largest = float(expected.abs().max())
+    atol = TOLERANCES[dtype][0]
+    largest, zeros_pass = 0.0, True
+    highest_low, lowest_high = -math.inf, math.inf
+    for _, (want, scale_part) in flat_chunks(expected, scale):
+        bound = element_bound(scale_part, dtype)
+        largest = max(largest, float(want.abs().max()))
+        zeros_pass = zeros_pass and bool((want.abs() <= bound).all())
+        highest_low = max(highest_low, float((want - bound).max()))
+        lowest_high = min(lowest_high, float((want + bound).min()))
     if largest <= VACUOUS_ATOL_FACTOR * atol:
         return (
             f"vacuous: the reference is at most {largest:.3g}, within {VACUOUS_ATOL_FACTOR} "
             f"atol of zero, so the tolerance decides; {VACUITY_HINT}"
         )
-    if bool((expected.abs() <= bound).all()):
+    if zeros_pass:
         return f"vacuous: a kernel returning zeros would pass; {VACUITY_HINT}"
-    if expected.numel() > 1 and float((expected - bound).max()) <= float((expected + bound).min()):
+    if expected.numel() > 1 and highest_low <= lowest_high:
         return f"vacuous: a kernel returning one constant everywhere would pass; {VACUITY_HINT}"
     return None
 
@@ -448,16 +491,18 @@ def problem_case(
 def _expect_same_meaning(output: ir.Output, golden: torch.Tensor, own, where: str) -> None:
     """The spec's own float64 value must be within the kernel's bound of the problem's:
     otherwise no kernel of this spec could pass, and the spec is what to fix."""
-    bound = element_bound(own.scale, output.type.dtype)
-    error = (golden.to(torch.float64) - own.value).abs()
-    if not bool((error <= bound).all()):
-        position = torch.argmax(error / bound)
-        index = [int(i) for i in torch.unravel_index(position, golden.shape)]
-        ours, theirs = own.value.flatten()[position], golden.flatten()[position]
+    dtype = output.type.dtype
+    for start, (theirs, ours, scale) in flat_chunks(golden, own.value, own.scale):
+        bound = element_bound(scale, dtype)
+        error = (theirs.to(torch.float64) - ours).abs()
+        if bool((error <= bound).all()):
+            continue
+        worst = int(torch.argmax(error / bound))
+        index = list(_index(start + worst, tuple(golden.shape)))
         raise ProblemError(
             f"{where}: output `{output.name}`: the spec computes something else than the "
-            f"problem's Model: at {index} the spec gives {float(ours):.6g}, the Model "
-            f"{float(theirs):.6g} (bound {float(bound.flatten()[position]):.3g})"
+            f"problem's Model: at {index} the spec gives {float(ours[worst]):.6g}, the Model "
+            f"{float(theirs[worst]):.6g} (bound {float(bound[worst]):.3g})"
         )
 
 
@@ -561,6 +606,32 @@ def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> dic
     return rescale
 
 
+class CheckTooBig(ValueError):
+    """The check's estimated memory is more than this machine has available."""
+
+    def __init__(self, needed: float, available: float):
+        self.needed, self.available = needed, available
+        super().__init__(
+            f"checking this kernel needs about {needed / sim_memory.GIB:.1f} GiB "
+            f"(the float64 golden, or pypto's verification of one launch), and "
+            f"{available / sim_memory.GIB:.1f} GiB are available: check a scaled copy "
+            "(--dim NAME=SIZE) or free memory"
+        )
+
+
+def _goldens(case: Case, compiled: Compiled) -> list[torch.Tensor]:
+    """The expected outputs of the first kernel launch as the kernel writes them, for
+    pypto's per-pass comparison."""
+    kernel = compiled.kernel
+    expected = case.expected
+    if kernel.launches is not None:
+        expected = tuple(e[: kernel.launches.chunk] for e in expected)
+    return [
+        e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
+        for e, o in zip(expected, kernel.outputs, strict=True)
+    ]
+
+
 def choose_verify(kernel: ir.Kernel, passes: str) -> str:
     if passes != "auto":
         return passes
@@ -581,7 +652,13 @@ def run_check(
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
     torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
     file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden (its
-    module-level size constants resized by `rescale`). `timeout` limits each worker."""
+    module-level size constants resized by `rescale`). `timeout` limits each worker.
+    Raises `CheckTooBig`, before allocating anything, when the check would not fit in the
+    memory this machine has available."""
+    needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
+    available = sim_memory.available_bytes()
+    if needed > available:
+        raise CheckTooBig(needed, available)
     if against is not None:
         case = problem_case(compiled, against, seed, rescale, timeout)
         golden = f"problem {against} (its Model in float64)"
@@ -589,17 +666,21 @@ def run_check(
         case = spec_case(compiled, seed)
         golden = "the spec's torch reference in float64"
     checked = compiled.lowered.checked
-    arguments, state = case.forward_and_state(checked)
-    goldens = [
-        e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
-        for e, o in zip(case.expected, compiled.kernel.outputs, strict=True)
-    ]
     verify = choose_verify(checked, passes)
+    arguments, state = case.forward_and_state(checked)
     module = "generated by ptodsl" if kernel_path is None else str(kernel_path)
     with tempfile.TemporaryDirectory(prefix="ptodsl-check-") as scratch:
         if kernel_path is None:
             kernel_path = Path(scratch) / f"{compiled.name}.py"
             kernel_path.write_text(compiled.source, encoding="utf-8")
+        # While the simulator runs, the expected outputs and their error scales (float64:
+        # four times an f32 output's bytes together) wait on disk, and come back mapped.
+        spilled = Path(scratch) / "expected.pt"
+        torch.save({"expected": case.expected, "scales": case.scales}, spilled)
+        # pypto's own golden comparison is per pass: at graph level it would only repeat,
+        # less strictly, the element-wise comparison below, and cost the worker a copy.
+        goldens = _goldens(case, compiled) if verify == "all" else None
+        case = attrs.evolve(case, expected=(), scales=())
         run: SimRun = run_model(
             kernel_path,
             case.init_kwargs,
@@ -610,15 +691,12 @@ def run_check(
             state=state,
             timeout=timeout,
         )
-    bounds = tuple(
-        element_bound(scale, o.type.dtype)
-        for o, scale in zip(checked.outputs, case.scales, strict=True)
-    )
+        del goldens, arguments, state
+        judged = torch.load(spilled, mmap=True, weights_only=True)
+    expected, scales = judged["expected"], judged["scales"]
     outputs = tuple(
-        compare(o.name, actual, e, bound, o.type.dtype)
-        for o, actual, e, bound in zip(
-            checked.outputs, run.outputs, case.expected, bounds, strict=False
-        )
+        compare(o.name, actual, e, scale, o.type.dtype)
+        for o, actual, e, scale in zip(checked.outputs, run.outputs, expected, scales, strict=False)
     )
     problems = tuple(f"vacuous: {a}; {VACUITY_HINT}" for a in case.ambiguities)
     if len(run.outputs) != len(checked.outputs):
@@ -637,9 +715,7 @@ def run_check(
         verify=verify,
         outputs=outputs,
         problems=problems,
-        passes=tuple(
-            judge_pass(p, checked.outputs, case.expected, bounds) for p in run.pass_results
-        ),
+        passes=tuple(judge_pass(p, checked.outputs, expected, scales) for p in run.pass_results),
         sim_time_us=run.sim_time_us,
         total_cycles=run.total_cycles,
     )

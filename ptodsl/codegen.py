@@ -13,6 +13,7 @@ from ptodsl.pyexpr import (
     PythonEmitter,
     docstring_filename,
     emit_assignment,
+    emit_call,
     emit_def,
     uses_math,
 )
@@ -215,7 +216,7 @@ def _init_lines(kernel: ir.Kernel) -> list[str]:
         given = f"tuple({param.name})" if isinstance(param.default, tuple) else param.name
         lines.append(f'        _expect_argument("{param.name}", {given}, {value})')
     for weight in kernel.weights:
-        shape, dtype = _tuple_text(weight.declared_shape), weight.type.dtype.torch_name
+        shape, dtype = _tuple_text(kernel.forward_shape(weight)), weight.type.dtype.torch_name
         lines.append(
             f"        self.{weight.name} = torch.nn.Parameter("
             f"torch.{weight.init}({shape}, dtype=torch.{dtype}))"
@@ -243,7 +244,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
         *emit_def("forward", ["self", *forward_names], "    "),
     ]
     for tensor in arguments:
-        shape = _tuple_text(tensor.declared_shape)
+        shape = _tuple_text(kernel.forward_shape(tensor))
         dtype = f"torch.{tensor.type.dtype.torch_name}"
         lines.append(f'        _expect("{tensor.name}", {tensor.name}, {shape}, {dtype})')
     factory_args = [
@@ -255,17 +256,36 @@ def _model(kernel: ir.Kernel) -> list[str]:
     for tensor in kernel.inputs:
         # Weights are nn.Parameters: the kernel reads their values, never their gradients.
         value = tensor.name if tensor.init is None else f"self.{tensor.name}.detach()"
-        name, shape = f"{tensor.name}_kernel", _arguments_text(tensor.kernel_shape)
-        lines.append(f"        {name} = {value}.contiguous().reshape{shape}")
-        call.append(name)
+        name = f"{tensor.name}_kernel"
+        # A sliced tensor is reshaped per launch, after its launch's chunk is cut.
+        reshape = f".reshape{_arguments_text(tensor.kernel_shape)}"
+        if kernel.is_sliced(tensor):
+            reshape = ""
+        lines.append(f"        {name} = {value}.contiguous(){reshape}")
+        call.append((tensor, name))
     for tensor in kernel.outputs:
+        shape = kernel.forward_shape(tensor) if kernel.launches else tensor.kernel_shape
         lines.append(
-            f"        {tensor.name} = torch.empty({_tuple_text(tensor.kernel_shape)}, "
+            f"        {tensor.name} = torch.empty({_tuple_text(shape)}, "
             f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
         )
-        call.append(tensor.name)
-    lines.append(f"        kernel({', '.join(call)})")
-    results = [f"{o.name}.reshape({_tuple_text(o.declared_shape)})" for o in kernel.outputs]
+        call.append((tensor, tensor.name))
+    if kernel.launches is None:
+        lines.append(f"        kernel({', '.join(name for _, name in call)})")
+    else:
+        launches = kernel.launches
+        count, chunk = launches.count, launches.chunk
+        lines.append(f"        # {count} launches of {chunk} along axis 0: pypto's simulator")
+        lines.append("        # could not verify the whole kernel in one launch.")
+        lines.append(f"        for start in range(0, {launches.extent}, {launches.chunk}):")
+        sliced = [
+            f"{name}[start : start + {launches.chunk}].reshape{_arguments_text(t.kernel_shape)}"
+            if kernel.is_sliced(t)
+            else name
+            for t, name in call
+        ]
+        lines += emit_call("kernel", sliced, "            ")
+    results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
     lines.append(f"        return {', '.join(results)}")
     return lines
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import attrs
 
+from ptodsl import sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.problems import ProblemError
@@ -76,8 +77,9 @@ def by_number(paths: Iterable[Path]) -> dict[int, list[Path]]:
 def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
     """One row, whatever happens: a failure of one problem never loses the table."""
     # Imported here: checking pulls in torch.
-    from ptodsl.checking import run_check
+    from ptodsl.checking import CheckTooBig, run_check
     from ptodsl.simulator import SimulationError
+    from ptodsl.tuning import probe_cost
 
     number = problem_number(problem)
     assert number is not None
@@ -90,13 +92,21 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
     note = ""
     try:
         compiled = compile_spec(text, name=spec.name)
-        report = run_check(compiled, against=problem, timeout=timeout)
-        sim_time_us = report.sim_time_us
+        try:
+            report = run_check(compiled, against=problem, timeout=timeout)
+            sim_time_us = report.sim_time_us
+        except CheckTooBig as too_big:
+            dims, report = _within_memory(text, spec.name, problem, compiled, timeout)
+            sim_time_us = probe_cost(compiled.lowered).sim_time_us
+            note = (
+                f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
+                f"shape the check needs ~{too_big.needed / sim_memory.GIB:.0f} GiB, "
+                f"{too_big.available / sim_memory.GIB:.0f} GiB are available"
+            )
         if _only_vacuous(report):
             dims, report = _at_a_judgeable_scale(text, spec.name, problem, compiled, timeout)
-            shown = ", ".join(f"{name}={size}" for name, size in dims.items())
             note = (
-                f"checked at {shown} (max abs err there; sim us at full shape): at full "
+                f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
                 "shape the check cannot tell the kernel from a trivial one (outputs below "
                 "f32's resolution)"
             )
@@ -123,6 +133,10 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
     )
 
 
+def _shown(dims: dict[str, int]) -> str:
+    return ", ".join(f"{name}={size}" for name, size in dims.items())
+
+
 def _only_vacuous(report) -> bool:
     """The check failed only because some outputs cannot be judged here, no element off."""
     vacuous = [o for o in report.outputs if o.problem is not None]
@@ -136,22 +150,39 @@ def _only_vacuous(report) -> bool:
     )
 
 
-def _at_a_judgeable_scale(text: str, name: str, problem: Path, compiled, timeout: float):
-    """Every dim halved until the check is not only vacuous: the dims and that report (a
-    pass, or the failure the smaller shape shows)."""
+def _smaller_shapes(text: str, name: str, compiled) -> Iterator[tuple[dict[str, int], object]]:
+    """The spec with every dim halved, again and again, compiled: (dims, compiled)."""
+    dims = dict(compiled.lowered.syntax.declared_dims)
+    while not all(size == 1 for size in dims.values()):
+        dims = {dim: max(1, size // 2) for dim, size in dims.items()}
+        yield dims, compile_spec(text, name=name, dims=dims)
+
+
+def _check_scaled(problem: Path, compiled, smaller, dims: dict[str, int], timeout: float):
     from ptodsl.checking import problem_rescale, run_check
 
-    declared = compiled.lowered.syntax.declared_dims
-    dims = dict(declared)
-    while True:
-        if all(size == 1 for size in dims.values()):
-            raise ValueError("no shape lets the check judge this problem: vacuous at every size")
-        dims = {dim: max(1, size // 2) for dim, size in dims.items()}
-        smaller = compile_spec(text, name=name, dims=dims)
-        rescale = problem_rescale(declared, dims)
-        report = run_check(smaller, against=problem, rescale=rescale, timeout=timeout)
+    rescale = problem_rescale(compiled.lowered.syntax.declared_dims, dims)
+    return run_check(smaller, against=problem, rescale=rescale, timeout=timeout)
+
+
+def _at_a_judgeable_scale(text: str, name: str, problem: Path, compiled, timeout: float):
+    """The largest halving of every dim where the check is not only vacuous: the dims and
+    that report (a pass, or the failure the smaller shape shows)."""
+    for dims, smaller in _smaller_shapes(text, name, compiled):
+        report = _check_scaled(problem, compiled, smaller, dims, timeout)
         if not _only_vacuous(report):
             return dims, report
+    raise ValueError("no shape lets the check judge this problem: vacuous at every size")
+
+
+def _within_memory(text: str, name: str, problem: Path, compiled, timeout: float):
+    """The largest halving of every dim whose check fits in the memory available: the dims
+    and that check's report."""
+    for dims, smaller in _smaller_shapes(text, name, compiled):
+        needed = sim_memory.check_bytes(smaller.lowered.checked, smaller.kernel)
+        if needed <= sim_memory.available_bytes():
+            return dims, _check_scaled(problem, compiled, smaller, dims, timeout)
+    raise ValueError("no shape of this problem fits in the memory available for a check")
 
 
 INTERNAL_ERROR = "INTERNAL ERROR"

@@ -475,6 +475,21 @@ class Tuning:
 
 
 @attrs.frozen
+class Launches:
+    """`forward` launches the kernel `count` times, each on `chunk` consecutive indices of
+    axis 0 of every output and of the `sliced` inputs (the other inputs go whole to every
+    launch). The kernel's shapes are one launch's."""
+
+    count: int
+    chunk: int
+    sliced: tuple[str, ...]
+
+    @property
+    def extent(self) -> int:
+        return self.count * self.chunk
+
+
+@attrs.frozen
 class Kernel:
     name: str
     dims: tuple[Dim, ...]
@@ -485,6 +500,21 @@ class Kernel:
     schedule: Schedule | None = None
     decisions: tuple[str, ...] = ()  # lowering choices worth stating in the plan
     program: Program | None = None  # the schedule materialised into instructions
+    launches: Launches | None = None  # set by the launches pass when one launch is too big
+
+    def is_sliced(self, tensor: Tensor) -> bool:
+        """Whether each launch gets only its chunk of `tensor` (every output, some inputs)."""
+        if self.launches is None:
+            return False
+        return isinstance(tensor, Output) or tensor.name in self.launches.sliced
+
+    def forward_shape(self, tensor: Tensor) -> tuple[int, ...]:
+        """The shape `forward` takes or returns: a sliced tensor's is all launches'."""
+        shape = tensor.declared_shape
+        if not self.is_sliced(tensor):
+            return shape
+        assert self.launches is not None
+        return (self.launches.extent, *shape[1:])
 
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
@@ -560,6 +590,10 @@ def format_expr(expr: Expr) -> str:
 
 def format_kernel(kernel: Kernel) -> str:
     lines = [f"kernel {kernel.name}"]
+    if kernel.launches is not None:
+        launches = kernel.launches
+        sliced = ", ".join((*launches.sliced, *(o.name for o in kernel.outputs)))
+        lines.append(f"  launches {launches.count} x {launches.chunk} along axis 0 of {sliced}")
     if kernel.dims:
         lines.append("  dims " + ", ".join(f"{d.name} = {d.size}" for d in kernel.dims))
     for param in kernel.params:

@@ -17,6 +17,7 @@ from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
 from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.isolate_reductions import isolate_reductions
+from ptodsl.passes.launches import split_launches
 from ptodsl.passes.legalize import legalize
 from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.materialise import materialise
@@ -32,6 +33,7 @@ Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 
 # In order. Each name is also an `--emit` stage showing the IR after that pass.
 PASSES: tuple[tuple[str, Pass], ...] = (
+    ("launches", split_launches),
     ("fold_constants", fold_constants),
     ("legalize", legalize),
     ("hoist_scalars", hoist_scalars),

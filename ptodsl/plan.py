@@ -78,6 +78,13 @@ def _loop(loop: ir.Loop) -> dict:
     return {"axis": loop.axis, "count": loop.count, "chunk": loop.chunk, "tail": loop.tail}
 
 
+def _launches(launches: ir.Launches | None) -> dict | None:
+    """How `forward` launches the kernel; the tensor shapes above are one launch's."""
+    if launches is None:
+        return None
+    return {"count": launches.count, "chunk": launches.chunk, "sliced": list(launches.sliced)}
+
+
 def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
     assert kernel.schedule is not None, "the plan exists after tiling"
     itemsize = ir.compute_itemsize(kernel.body[-1].value)
@@ -99,6 +106,7 @@ def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
                 "target": target.name,
                 "inputs": tensors(kernel.inputs),
                 "outputs": tensors(kernel.outputs),
+                "launches": _launches(kernel.launches),
                 "phases": [_phase(p, itemsize) for p in kernel.schedule.phases],
                 "decisions": list(kernel.decisions),
             }

@@ -167,10 +167,19 @@ def emit_assignment(
 
 def emit_def(name: str, parameters: list[str], indent: str, width: int = 99) -> list[str]:
     """`def name(parameters):` on one line within `width`, else one parameter per line."""
-    line = f"{indent}def {name}({', '.join(parameters)}):"
+    return _wrapped(f"def {name}(", parameters, "):", indent, width)
+
+
+def emit_call(name: str, arguments: list[str], indent: str, width: int = 99) -> list[str]:
+    """`name(arguments)` on one line within `width`, else one argument per line."""
+    return _wrapped(f"{name}(", arguments, ")", indent, width)
+
+
+def _wrapped(head: str, items: list[str], tail: str, indent: str, width: int) -> list[str]:
+    line = f"{indent}{head}{', '.join(items)}{tail}"
     if len(line) <= width:
         return [line]
-    return [f"{indent}def {name}(", *(f"{indent}    {p}," for p in parameters), f"{indent}):"]
+    return [f"{indent}{head}", *(f"{indent}    {item}," for item in items), f"{indent}{tail}"]
 
 
 def uses_math(kernel: ir.Kernel) -> bool:

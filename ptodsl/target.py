@@ -46,6 +46,9 @@ class Target:
     l0_operand_bytes: int  # L0A and L0B: the m·k and n·k tiles
     l0_result_bytes: int  # L0C: the fp32 m·n block
     l1_bytes: int  # L1: pypto checks one operand at a time; both must fit to run fast
+    # The most one launch may need under SIM verification (`ptodsl.sim_memory`'s estimate):
+    # a bigger kernel is split into launches, so that `check` fits a 16 GiB machine.
+    verify_memory_budget: float
 
     def supports(self, node: ir.Op) -> bool:
         return form(node) in self.forms
@@ -70,4 +73,5 @@ PYPTO_0_2_0 = Target(
     l0_operand_bytes=64 * 1024,
     l0_result_bytes=128 * 1024,
     l1_bytes=512 * 1024,
+    verify_memory_budget=10 * (1 << 30),
 )

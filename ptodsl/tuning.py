@@ -12,14 +12,13 @@ and `ptodsl.compile` use a cached plan when one exists.
 from __future__ import annotations
 
 import itertools
-import math
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, sim_memory
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered
@@ -171,41 +170,16 @@ def tune(
     return TuneResult(tuple(measured), best, check)
 
 
-# pypto's graph verification keeps copies of the tensors for every loop iteration: measured
-# on #5 (1 GiB of tensors), 2 iterations need ~5 GB and 8 need ~18 GB.
-VERIFY_BYTES_PER_TENSOR_BYTE_AND_ITERATION = 2.5
-
-
-def verification_bytes(lowered: Lowered) -> float:
-    kernel = lowered.kernel
-    assert kernel.schedule is not None
-    tensor_bytes = sum(
-        t.type.size * t.type.dtype.itemsize for t in (*kernel.inputs, *kernel.outputs)
-    )
-    iterations = sum(p.loop.count + (p.loop.tail > 0) for p in kernel.schedule.phases if p.loop)
-    return VERIFY_BYTES_PER_TENSOR_BYTE_AND_ITERATION * tensor_bytes * max(1, iterations)
-
-
-def available_memory_bytes() -> float:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return math.inf
-
-
 def _first_passing(ranked: list[Measured]) -> Measured:
     """The fastest plan that `ptodsl check` proves. A plan whose check cannot run here (pass
     verification of a long loop outgrows the machine's memory) is passed over."""
     from ptodsl.checking import run_check
     from ptodsl.simulator import SimulationError
 
-    memory = 0.7 * available_memory_bytes()
+    memory = sim_memory.available_bytes()
     for candidate in ranked:
-        if verification_bytes(candidate.plan) > memory:
+        lowered = candidate.plan
+        if sim_memory.check_bytes(lowered.checked, lowered.kernel) > memory:
             continue
         try:
             if run_check(Compiled(candidate.plan)).ok:

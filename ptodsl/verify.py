@@ -101,6 +101,7 @@ class _Verifier:
 
     def problems(self) -> list[str]:
         self.names()
+        self.launches()
         for index, stmt in enumerate(self.kernel.body):
             for node in ir.walk(stmt.value):
                 if isinstance(node, ir.Op):
@@ -136,6 +137,24 @@ class _Verifier:
         for name in sorted(outputs):
             if name not in stored:
                 self.fail(f"output `{name}` is never stored")
+
+    def launches(self) -> None:
+        """Every output, and every input named sliced, holds one launch's chunk on axis 0."""
+        launches = self.kernel.launches
+        if launches is None:
+            return
+        if launches.count < 2 or launches.chunk < 1:
+            self.fail(f"launches {launches.count} x {launches.chunk}: not a split")
+        inputs = {t.name for t in self.kernel.inputs}
+        for name in launches.sliced:
+            if name not in inputs:
+                self.fail(f"launches slice `{name}`, not an input")
+        for tensor in (*self.kernel.inputs, *self.kernel.outputs):
+            if self.kernel.is_sliced(tensor) and tensor.type.shape[:1] != (launches.chunk,):
+                self.fail(
+                    f"`{tensor.name}` is sliced into launches of {launches.chunk}, but its "
+                    f"axis 0 is {list(tensor.type.shape[:1])}"
+                )
 
     def op(self, node: ir.Op, where: str) -> None:
         try:

@@ -172,7 +172,7 @@ CASES = {
     # passes
     "constant_without_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = x + log(-1.0)\n",
-    "kernel_too_large_to_loop": "kernel k\ndims M = 2, N = 40000000\ninput x: f32[M, N]\n"
+    "kernel_too_large_to_loop": "kernel k\ndims M = 2, N = 34000000\ninput x: f32[M, N]\n"
     "input v: f32[M, 1]\noutput y: f32[M, N]\ny = x * v\n",
 }
 

@@ -68,4 +68,6 @@ def test_check_passes_in_pypto_sim(path):
     report = run_check(ptodsl.compile(path.read_text(encoding="utf-8"), path.name, dims))
     assert report.ok, json.dumps(report.to_json(), indent=2)
     assert report.sim_time_us > 0
-    assert report.passes, "pypto reported no pass verification"
+    # per-pass verification compares every pass with the goldens; at graph level the
+    # element-wise comparison above is the whole judgement
+    assert report.verify == "graph" or report.passes, "pypto reported no pass verification"

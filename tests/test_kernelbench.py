@@ -20,7 +20,6 @@ from ptodsl.checking import (
 )
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.coverage import by_number, run_coverage
-from ptodsl.error_bounds import element_bound
 from ptodsl.simulator import SimulationError, run_model
 
 SPECS = ROOT / "examples" / "kernelbench"
@@ -84,7 +83,7 @@ def test_check_against_the_problem_passes_in_pypto_sim(number):
     report = run_check(compiled, against=PROBLEM_BY_NUMBER[number], rescale=ci_rescale(number))
     assert report.ok, report.to_json()
     assert bool(report.scaled) == (spec.stem in CI_DIMS)
-    assert report.passes and report.sim_time_us > 0
+    assert (report.verify == "graph" or report.passes) and report.sim_time_us > 0
 
 
 def spec_variant(tmp_path, number, old, new, dims=None):
@@ -161,7 +160,7 @@ def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
     run = run_model(answer, case.init_kwargs, case.inputs, verify="graph", load="exec")
     (expected,), (scale,) = case.expected, case.scales
     dtype = compiled.kernel.outputs[0].type.dtype
-    assert compare("y", run.outputs[0], expected, element_bound(scale, dtype), dtype).ok
+    assert compare("y", run.outputs[0], expected, scale, dtype).ok
     plain = tmp_path / "plain.py"
     plain.write_text(compiled.source, encoding="utf-8")
     with pytest.raises(SimulationError, match="could not get source code"):

@@ -1,0 +1,202 @@
+"""Split a kernel too big to verify into launches along its outputs' axis 0.
+
+pypto's SIM verification keeps several copies of every tensor a launch touches and frees
+nothing until the next launch (`ptodsl.sim_memory`): a 16384 x 16384 output needs about
+16 GiB in one launch. When the estimate for one launch exceeds the target's budget, and the
+kernel computes each index of the outputs' axis 0 from the same index of some inputs and
+from the whole of the others, `forward` launches the kernel on consecutive chunks of that
+axis instead. Any op that mixes indices along the axis (a reduction, scan, window, crop or
+contraction over it, a transpose that moves it) keeps the kernel whole.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ptodsl import ir, ops, sim_memory
+from ptodsl.passes import DEFAULT_CONTEXT, PassContext
+
+ELEMENTWISE_KINDS = frozenset(
+    {
+        ops.Kind.ARITHMETIC,
+        ops.Kind.ELEMENTWISE,
+        ops.Kind.COMPARISON,
+        ops.Kind.SELECT,
+        ops.Kind.CAST,
+    }
+)
+
+
+class _Mixes(Exception):
+    """An op combines different indices of the launch axis: the kernel stays whole."""
+
+
+def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
+    budget = ctx.target.verify_memory_budget
+    whole = sim_memory.verification_bytes(kernel)
+    if whole <= budget:
+        return kernel
+    extent = _launch_extent(kernel)
+    if extent is None:
+        return _noted(kernel, whole, budget, "its outputs do not share a first axis")
+    sliced = tuple(
+        t.name
+        for t in kernel.inputs
+        if t.type.shape and t.declared_shape[:1] == (extent,) and t.type.shape[0] == extent
+    )
+    try:
+        _shrunk(kernel, sliced, 1)
+    except _Mixes as reason:
+        return _noted(kernel, whole, budget, str(reason))
+    block = kernel
+    for count in (c for c in range(2, extent + 1) if extent % c == 0):
+        block = _shrunk(kernel, sliced, extent // count)
+        if sim_memory.verification_bytes(block) <= budget:
+            break
+    assert block.launches is not None
+    estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
+    over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
+    decision = (
+        f"launches: {block.launches.count} of {block.launches.chunk} along axis 0 "
+        f"(verification needs ~{whole / sim_memory.GIB:.1f} GiB in one launch, "
+        f"~{estimate:.1f} GiB per launch; budget {budget / sim_memory.GIB:.0f} GiB{over})"
+    )
+    return attrs.evolve(block, decisions=(*block.decisions, decision))
+
+
+def _noted(kernel: ir.Kernel, whole: float, budget: float, reason: str) -> ir.Kernel:
+    decision = (
+        f"launches: one, though verification needs ~{whole / sim_memory.GIB:.1f} GiB "
+        f"(budget {budget / sim_memory.GIB:.0f} GiB): {reason}"
+    )
+    return attrs.evolve(kernel, decisions=(*kernel.decisions, decision))
+
+
+def _launch_extent(kernel: ir.Kernel) -> int | None:
+    """The common length of every output's first axis, if each declares it unsplit."""
+    extents = {
+        o.type.shape[0]
+        for o in kernel.outputs
+        if o.type.shape and o.declared_shape[:1] == o.type.shape[:1]
+    }
+    if len(extents) != 1 or any(not o.type.shape for o in kernel.outputs):
+        return None
+    (extent,) = extents
+    return extent if extent > 1 else None
+
+
+def _shrunk(kernel: ir.Kernel, sliced: tuple[str, ...], chunk: int) -> ir.Kernel:
+    """One launch's kernel: axis 0 of the outputs, the sliced inputs and every value
+    computed from them `chunk` long. Raises `_Mixes` when an op mixes indices of that axis."""
+    aligned = set(sliced)
+    body = []
+    for stmt in kernel.body:
+        value, is_aligned = _shrink(stmt.value, aligned, chunk)
+        if isinstance(stmt, ir.Let) and is_aligned:
+            aligned.add(stmt.name)
+        if isinstance(stmt, ir.Store) and not is_aligned:
+            raise _Mixes(f"output `{stmt.output}` does not follow the sliced inputs' first axis")
+        body.append(attrs.evolve(stmt, value=value))
+    extent = kernel.outputs[0].type.shape[0]
+
+    def one_launch(tensor):
+        shape = (chunk, *tensor.type.shape[1:])
+        declared = None if tensor.declared is None else (chunk, *tensor.declared[1:])
+        return attrs.evolve(
+            tensor,
+            type=attrs.evolve(tensor.type, shape=shape),
+            dims=(chunk, *tensor.dims[1:]),
+            declared=declared,
+        )
+
+    return attrs.evolve(
+        kernel,
+        inputs=tuple(one_launch(t) if t.name in sliced else t for t in kernel.inputs),
+        outputs=tuple(one_launch(o) for o in kernel.outputs),
+        body=tuple(body),
+        launches=ir.Launches(count=extent // chunk, chunk=chunk, sliced=sliced),
+    )
+
+
+def _shrink(expr: ir.Expr, aligned: set[str], chunk: int) -> tuple[ir.Expr, bool]:
+    """The expression for one launch, and whether its axis 0 is the launch axis (False: it
+    does not depend on which launch runs)."""
+    if isinstance(expr, ir.Const):
+        return expr, False
+    if isinstance(expr, ir.Ref):
+        if expr.name not in aligned:
+            return expr, False
+        return attrs.evolve(expr, type=_first_axis(expr.type, chunk)), True
+    shrunk = [_shrink(operand, aligned, chunk) for operand in expr.operands]
+    flags = [is_aligned for _, is_aligned in shrunk]
+    if not any(flags):
+        return expr, False
+    _expect_one_index_per_index(expr, flags)
+    operands = tuple(operand for operand, _ in shrunk)
+    return attrs.evolve(expr, operands=operands, type=_first_axis(expr.type, chunk)), True
+
+
+def _first_axis(type_: ir.Type, chunk: int) -> ir.TensorType:
+    assert isinstance(type_, ir.TensorType) and type_.shape, "aligned values have an axis 0"
+    return attrs.evolve(type_, shape=(chunk, *type_.shape[1:]))
+
+
+def _expect_one_index_per_index(node: ir.Op, flags: list[bool]) -> None:
+    """Raises `_Mixes` unless index i of the result's axis 0 reads only index i of the
+    aligned operands' axis 0 (and anything of the others)."""
+    kind = ops.lookup(node.op).kind
+    rank = len(node.type.shape) if isinstance(node.type, ir.TensorType) else 0
+    if rank == 0:
+        raise _Mixes(f"`{node.op}` reduces the launch axis away")
+    if kind is ops.Kind.MATMUL and rank == 2:
+        if flags != [True, False] or node.attrs.a_trans:  # type: ignore[union-attr]
+            raise _Mixes("a matmul contracts the launch axis")
+        return
+    if kind in ELEMENTWISE_KINDS or kind is ops.Kind.MATMUL:
+        # Broadcasting pairs trailing axes: an aligned operand must have the result's rank,
+        # a whole one a lower rank or a size-1 axis 0 (batched matmuls pair batch axes).
+        for operand, is_aligned in zip(node.operands, flags, strict=True):
+            shape = operand.type.shape if isinstance(operand.type, ir.TensorType) else ()
+            if is_aligned and len(shape) != rank:
+                raise _Mixes(f"`{node.op}` broadcasts a sliced value along another axis")
+            if not is_aligned and len(shape) == rank and shape[0] != 1:
+                raise _Mixes(f"`{node.op}` pairs a whole input's axis 0 with the launch axis")
+        return
+    mixed = _axes_read_together(node)
+    if mixed is None:
+        raise _Mixes(f"`{node.op}` moves or copies axes")
+    if 0 in mixed:
+        raise _Mixes(f"`{node.op}` combines indices along the launch axis")
+    if not all(flags):
+        raise _Mixes(f"`{node.op}` joins a sliced value with a whole one")
+
+
+# Kinds whose result elements read several positions along the axes their attributes name
+# (`axes` or `axis`), or positions of their own along them.
+ALONG_NAMED_AXES = frozenset(
+    {
+        ops.Kind.REDUCTION,
+        ops.Kind.ARG_REDUCTION,
+        ops.Kind.AXIS,
+        ops.Kind.SCAN,
+        ops.Kind.INDEX,
+        ops.Kind.CONCAT,
+        ops.Kind.WINDOW,
+    }
+)
+
+
+def _axes_read_together(node: ir.Op) -> frozenset[int] | None:
+    """The operand axes along which one result element reads several positions (or
+    positions of its own), or None for ops that move axes."""
+    kind = ops.lookup(node.op).kind
+    rank = len(node.operands[0].type.shape)  # type: ignore[union-attr]
+    attributes = node.attrs
+    if kind in ALONG_NAMED_AXES:
+        axes = getattr(attributes, "axes", None) or (attributes.axis,)  # type: ignore[union-attr]
+        return frozenset(a % rank for a in axes)
+    if kind is ops.Kind.SLICE:
+        return attributes.cut()  # type: ignore[union-attr]
+    if kind is ops.Kind.MASK:  # triu/tril: positions along the last two axes
+        return frozenset({rank - 2, rank - 1})
+    return None

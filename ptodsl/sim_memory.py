@@ -1,0 +1,98 @@
+"""What pypto 0.2.0's SIM verification needs in memory for one kernel launch, estimated from
+the kernel before it runs.
+
+The mechanism (pypto's source at r0.2.0; `flow_verifier.cpp`, `function.h`): the calculator
+keeps copies of every input and output, the values of every op it ran, and for every loop
+iteration two deep copies (before and after) of every whole tensor the loop body touches.
+Nothing is freed until the next verified launch has run: all of one launch's copies are
+still held while the next makes its own, so launches need twice one launch's copies.
+Measured peak RSS of the worker, graph verification, no goldens:
+
+| kernel                     | tensor bytes | iterations | peak GiB          | per tensor byte |
+|----------------------------|--------------|------------|-------------------|-----------------|
+| y = max(x, 0), 8192 x 8192 | 512 MiB      | 1, 2       | 5.3, 6.4          | 10, 12          |
+| [8192, 32] @ [32, 8192]    | 259 MiB      | 1, 2, 4, 8 | 3.2, 3.5, 4.5, 6.4 | 8 + 2 per loop  |
+| MaxPool3d (#43), batch 1   | 37 MiB       | 1          | 2.4               | 54: taps kept   |
+| same, batch 2 and 4        | 74, 148 MiB  | 2, 4       | 3.9, 7.9          | 48, 53          |
+| #7, 2 launches of 8192 rows | 514 MiB each | 4          | 13.1 (+ 1 GiB C)  | 23              |
+| #7, 4 launches of 4096 rows | 266 MiB each | 4          | 8.4 (+ 1 GiB C)   | 27              |
+| #43, 4 launches of 4        | 148 MiB each | 4          | 13.6 (+ x, y)     | 86              |
+"""
+
+from __future__ import annotations
+
+import math
+
+from ptodsl import ir, ops
+
+GIB = 1 << 30
+BASE_BYTES = 0.5 * GIB  # the worker's torch and pypto before any tensor
+COPIES_PER_TENSOR_BYTE = 8  # inputs, outputs and op values kept by the calculator
+WINDOW_COPIES_PER_TENSOR_BYTE = 48  # a window kernel's pads, splits and taps are all kept
+COPIES_PER_ITERATION = 2  # the before and after copies of each loop iteration
+# Before the loops pass has run: as many iterations as a matmul's default chunks.
+ASSUMED_ITERATIONS = 4
+
+
+def tensor_bytes(kernel: ir.Kernel) -> int:
+    """The bytes of one launch's inputs and outputs."""
+    return sum(t.type.size * t.type.dtype.itemsize for t in (*kernel.inputs, *kernel.outputs))
+
+
+def has_window(kernel: ir.Kernel) -> bool:
+    return any(
+        isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.WINDOW
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+    )
+
+
+def iterations(kernel: ir.Kernel) -> int:
+    """Loop iterations of one launch: planned ones once the loops pass has run."""
+    if kernel.schedule is None or not any(p.loop for p in kernel.schedule.phases):
+        return ASSUMED_ITERATIONS if kernel.schedule is None else 1
+    loops = [p.loop for p in kernel.schedule.phases if p.loop]
+    return sum(loop.count + (loop.tail > 0) for loop in loops)
+
+
+def verification_bytes(kernel: ir.Kernel) -> float:
+    """The estimated peak memory of one launch of `kernel` under graph verification (beside
+    the previous launch's loop copies, when there are launches)."""
+    copies = WINDOW_COPIES_PER_TENSOR_BYTE if has_window(kernel) else COPIES_PER_TENSOR_BYTE
+    copies += COPIES_PER_ITERATION * iterations(kernel)
+    held = 2 if kernel.launches is not None else 1
+    return BASE_BYTES + held * copies * tensor_bytes(kernel)
+
+
+# The golden side of a check (measured on #9, a 16384 x 16384 output: 8 GiB): the float64
+# golden, the spec's own float64 value and error scale, and their temporaries per output
+# element; each input and its float64 copy.
+REFERENCE_BYTES_PER_OUTPUT_ELEMENT = 32
+REFERENCE_BYTES_PER_INPUT_ELEMENT = 16
+
+
+def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
+    """The estimated peak memory of `ptodsl check` of `checked` lowered to `kernel`: the
+    larger of computing the golden and simulating one launch beside the whole outputs."""
+    outputs = sum(o.type.size for o in checked.outputs)
+    inputs = sum(i.type.size for i in checked.inputs)
+    reference = (
+        BASE_BYTES
+        + REFERENCE_BYTES_PER_OUTPUT_ELEMENT * outputs
+        + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
+    )
+    # The worker's whole outputs and their copy on the way back; the caller's inputs.
+    simulation = verification_bytes(kernel) + 8 * outputs + 4 * inputs
+    return max(reference, simulation)
+
+
+def available_bytes() -> float:
+    """What this machine can give a check now (MemAvailable), or infinity if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return math.inf

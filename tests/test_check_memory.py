@@ -1,0 +1,83 @@
+"""`check` estimates its memory before it allocates anything and refuses what will not fit;
+`coverage` then checks the largest halving of the problem that fits, and says so."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import ptodsl
+from ptodsl import checking, cli, ir, sim_memory
+from ptodsl.checking import CheckTooBig, run_check
+from ptodsl.coverage import check_pair
+from ptodsl.error_bounds import element_bound
+
+ROOT = Path(__file__).resolve().parent.parent
+RELU_SPEC = ROOT / "examples" / "kernelbench" / "19_relu.pto"
+RELU_PROBLEM = ROOT / "tests" / "problems" / "kernelbench" / "19_relu.py"
+
+
+def needed(path: Path, dims=None) -> float:
+    compiled = ptodsl.compile(path.read_text(encoding="utf-8"), path.name, dims=dims)
+    return sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
+
+
+def test_the_estimate_grows_with_the_outputs_and_with_windows():
+    small = needed(RELU_SPEC, {"batch_size": 1})
+    assert needed(RELU_SPEC) - small == pytest.approx(15 * (small - sim_memory.BASE_BYTES))
+    pool = ROOT / "examples" / "kernelbench" / "43_max_pool_3d.pto"
+    # a 16384 x 16384 float64 golden alone is 2 GiB; a window kernel keeps every tap
+    assert needed(ROOT / "examples" / "kernelbench" / "7_matmul_small_k.pto") > 8 * 2**30
+    assert needed(pool) > 8 * 2**30
+
+
+def test_a_check_that_would_not_fit_is_refused_before_it_starts(monkeypatch):
+    monkeypatch.setattr(sim_memory, "available_bytes", lambda: 2**20)
+    compiled = ptodsl.compile(RELU_SPEC.read_text(encoding="utf-8"), RELU_SPEC.name)
+    with pytest.raises(CheckTooBig, match=r"needs about 0\.\d GiB .* 0\.0 GiB are available"):
+        run_check(compiled, against=RELU_PROBLEM)
+
+
+def test_the_cli_says_what_a_check_needs_and_fails(monkeypatch, capsys):
+    monkeypatch.setattr(sim_memory, "available_bytes", lambda: 2**20)
+    status = cli.main(["check", str(RELU_SPEC)])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "needs about" in err and "--dim NAME=SIZE" in err
+    assert "Traceback" not in err
+
+
+def test_coverage_checks_the_largest_halving_that_fits_and_says_so(monkeypatch):
+    full, half = needed(RELU_SPEC), needed(RELU_SPEC, {"batch_size": 8, "dim": 8192})
+    monkeypatch.setattr(sim_memory, "available_bytes", lambda: (full + half) / 2)
+    row = check_pair(RELU_SPEC, RELU_PROBLEM)
+    assert row.verdict == "PASS"
+    assert row.note.startswith("checked at batch_size=8, dim=8192")
+    assert "the check needs ~" in row.note
+    assert row.sim_time_us is not None and row.sim_time_us > 0
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 22])
+def test_the_comparison_in_chunks_judges_as_the_whole_does(monkeypatch, chunk):
+    """Chunks keep the float64 temporaries small; the verdict, counts, extremes and worst
+    elements must not depend on where the chunks end."""
+    generator = torch.Generator().manual_seed(3)
+    expected = torch.randn(5, 37, generator=generator, dtype=torch.float64) * 10
+    scale = expected.abs() + 1.0
+    actual = expected.to(torch.float32)
+    actual[1, 3] += 0.5
+    actual[4, 36] = float("nan")
+    actual[0, 0] -= 0.25
+    monkeypatch.setattr(checking, "COMPARE_CHUNK", chunk)
+    result = checking.compare("y", actual, expected, scale, ir.DType.F32)
+    assert result.mismatched == 3 and not result.ok
+    assert [e.index for e in result.worst[:3]] == [(4, 36), (1, 3), (0, 0)]
+    assert result.max_abs_error == math.inf
+    bound = element_bound(scale, ir.DType.F32)
+    assert result.bound_range == (float(bound.min()), float(bound.max()))
+    constant = torch.full((5, 37), 3.0, dtype=torch.float64)
+    vacuous = checking.compare("y", constant.float(), constant, scale, ir.DType.F32)
+    assert vacuous.problem is not None and "one constant" in vacuous.problem

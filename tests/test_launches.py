@@ -1,0 +1,133 @@
+"""Kernels too big to verify in one launch run in launches along their outputs' axis 0.
+
+The budget is shrunk here so that small kernels split: the plan, the generated `forward` and
+the analysis that keeps a kernel whole when an op mixes indices along the axis are checked
+without the simulator; a few split kernels, and wrong launch loops, run in pypto SIM.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import ptodsl
+from ptodsl import sim_memory
+from ptodsl.checking import run_check
+from ptodsl.target import PYPTO_0_2_0
+
+
+def compiled(text: str, count: int = 4) -> ptodsl.Compiled:
+    """`text` compiled with a budget that `count` launches of it fit with a quarter to spare
+    when every tensor is sliced (launches hold two launches' copies at once); fewer do not."""
+    whole = ptodsl.compile(text, name="case.pto", tuning=None).lowered.checked
+    needed = sim_memory.verification_bytes(whole) - sim_memory.BASE_BYTES
+    budget = sim_memory.BASE_BYTES + 2 * needed / count * 1.25
+    target = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget)
+    return ptodsl.compile(text, name="case.pto", target=target, tuning=None)
+
+
+# The #9 pattern: M sizes both A's rows (sliced) and B's columns (whole to every launch).
+TALL = """kernel tall
+dims M = 256, N = 16
+input A: f32[M, N]
+input B: f32[N, M]
+output C: f32[M, M]
+C = A @ B
+"""
+
+SOFTMAX_ROWS = """kernel rows
+dims B = 8, D = 256
+input x: f32[B, D]
+weight w: f32[B, D] = ones
+output y: f32[B, D]
+output s: f32[B, 1]
+y = softmax(x, axis=1) * w
+s = sum(x * x, axis=1, keepdim=true)
+"""
+
+POOL = """kernel pool
+dims N = 4, C = 3, H = 8, W = 8, P = 4
+input x: f32[N, C, H, W]
+output y: f32[N, C, P, P]
+y = window_mean(x, axis=[2, 3], size=2)
+"""
+
+
+def test_a_split_kernel_is_one_launch_and_forward_loops():
+    spec = compiled(TALL)
+    launches = spec.kernel.launches
+    # B, whole in every launch, does not shrink: more launches than halving the rest needs
+    assert launches == ptodsl.ir.Launches(count=4, chunk=64, sliced=("A",))
+    assert compiled(SOFTMAX_ROWS).kernel.launches.count == 4
+    inputs = {t.name: t.type.shape for t in spec.kernel.inputs}
+    assert inputs == {"A": (64, 16), "B": (16, 256)}
+    assert spec.kernel.outputs[0].type.shape == (64, 256)
+    assert spec.plan["kernels"][0]["launches"] == {"count": 4, "chunk": 64, "sliced": ["A"]}
+    assert any(d.startswith("launches: 4 of 64") for d in spec.kernel.decisions)
+    assert "for start in range(0, 256, 64):" in spec.source
+    assert '_expect("A", A, (256, 16), torch.float32)' in spec.source
+    assert "C = torch.empty((256, 256)" in spec.source
+    # the reference and the check see the whole kernel
+    assert spec.lowered.checked.outputs[0].type.shape == (256, 256)
+
+
+def test_a_kernel_within_the_budget_stays_whole():
+    spec = ptodsl.compile(TALL, name="case.pto", tuning=None)
+    assert spec.kernel.launches is None
+    assert spec.plan["kernels"][0]["launches"] is None
+
+
+MIXING = {
+    "a reduction over the launch axis": "y = x - mean(x, axis=0, keepdim=true)",
+    "a scan along it": "y = cumsum(x, axis=0)",
+    "a softmax along it": "y = softmax(x, axis=0)",
+    "a window along it": "y = window_max(x, axis=[0], size=3, stride=1, padding=1)",
+    "a sliced row against a whole column": "y = x * v",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXING))
+def test_an_op_mixing_indices_of_the_axis_keeps_the_kernel_whole(case):
+    text = (
+        "kernel k\ndims M = 64, N = 64\ninput x: f32[M, N]\ninput v: f32[N]\n"
+        f"output y: f32[M, N]\n{MIXING[case]}\n"
+    )
+    spec = compiled(text)
+    assert spec.kernel.launches is None
+    (decision,) = [d for d in spec.kernel.decisions if d.startswith("launches")]
+    assert decision.startswith("launches: one, though verification needs")
+
+
+def test_a_transposed_operand_keeps_the_kernel_whole():
+    text = (
+        "kernel k\ndims M = 64, K = 32, N = 48\ninput a: f32[K, M]\ninput b: f32[K, N]\n"
+        "output c: f32[M, N]\nc = a.T @ b\n"
+    )
+    assert compiled(text).kernel.launches is None
+
+
+@pytest.mark.parametrize("text", [TALL, SOFTMAX_ROWS, POOL], ids=["tall", "rows", "pool"])
+def test_a_split_kernel_passes_check(text):
+    spec = compiled(text)
+    assert spec.kernel.launches is not None
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+WRONG_LAUNCHES = {
+    "the last launch left out": ("range(0, 256, 64)", "range(0, 192, 64)"),
+    "every launch reads the first rows": ("A_kernel[start : start + 64]", "A_kernel[0:64]"),
+    "every launch writes the first rows": ("C[start : start + 64]", "C[0:64]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_LAUNCHES))
+def test_a_wrong_launch_loop_fails_check(tmp_path, case):
+    spec = compiled(TALL)
+    old, new = WRONG_LAUNCHES[case]
+    assert spec.source.count(old) == 1
+    path = tmp_path / "wrong.py"
+    path.write_text(spec.source.replace(old, new), encoding="utf-8")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
