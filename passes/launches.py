@@ -44,15 +44,14 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         for t in kernel.inputs
         if t.type.shape and t.declared_shape[:1] == (extent,) and t.type.shape[0] == extent
     )
-    try:
-        _shrunk(kernel, sliced, 1)
+    block = kernel
+    try:  # the fewest launches that fit, else one per index
+        for count in (c for c in range(2, extent + 1) if extent % c == 0):
+            block = _shrunk(kernel, sliced, extent // count)
+            if sim_memory.verification_bytes(block) <= budget:
+                break
     except _Mixes as reason:
         return _noted(kernel, whole, budget, str(reason))
-    block = kernel
-    for count in (c for c in range(2, extent + 1) if extent % c == 0):
-        block = _shrunk(kernel, sliced, extent // count)
-        if sim_memory.verification_bytes(block) <= budget:
-            break
     assert block.launches is not None
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""

@@ -277,9 +277,9 @@ def _model(kernel: ir.Kernel) -> list[str]:
         count, chunk = launches.count, launches.chunk
         lines.append(f"        # {count} launches of {chunk} along axis 0: pypto's simulator")
         lines.append("        # could not verify the whole kernel in one launch.")
-        lines.append(f"        for start in range(0, {launches.extent}, {launches.chunk}):")
+        lines.append(f"        for start in range(0, {launches.extent}, {chunk}):")
         sliced = [
-            f"{name}[start : start + {launches.chunk}].reshape{_arguments_text(t.kernel_shape)}"
+            f"{name}[start : start + {chunk}].reshape{_arguments_text(t.kernel_shape)}"
             if kernel.is_sliced(t)
             else name
             for t, name in call

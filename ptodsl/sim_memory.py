@@ -49,10 +49,10 @@ def has_window(kernel: ir.Kernel) -> bool:
 
 def iterations(kernel: ir.Kernel) -> int:
     """Loop iterations of one launch: planned ones once the loops pass has run."""
-    if kernel.schedule is None or not any(p.loop for p in kernel.schedule.phases):
-        return ASSUMED_ITERATIONS if kernel.schedule is None else 1
+    if kernel.schedule is None:
+        return ASSUMED_ITERATIONS
     loops = [p.loop for p in kernel.schedule.phases if p.loop]
-    return sum(loop.count + (loop.tail > 0) for loop in loops)
+    return max(1, sum(loop.count + (loop.tail > 0) for loop in loops))
 
 
 def verification_bytes(kernel: ir.Kernel) -> float:

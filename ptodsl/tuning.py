@@ -18,7 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from ptodsl import ir, sim_memory
+from ptodsl import ir
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered
@@ -173,18 +173,14 @@ def tune(
 def _first_passing(ranked: list[Measured]) -> Measured:
     """The fastest plan that `ptodsl check` proves. A plan whose check cannot run here (pass
     verification of a long loop outgrows the machine's memory) is passed over."""
-    from ptodsl.checking import run_check
+    from ptodsl.checking import CheckTooBig, run_check
     from ptodsl.simulator import SimulationError
 
-    memory = sim_memory.available_bytes()
     for candidate in ranked:
-        lowered = candidate.plan
-        if sim_memory.check_bytes(lowered.checked, lowered.kernel) > memory:
-            continue
         try:
             if run_check(Compiled(candidate.plan)).ok:
                 return candidate
-        except SimulationError:
+        except (CheckTooBig, SimulationError):
             continue
     raise TuningFailed("no measured plan passed ptodsl check (or fit in memory to check)")
 
