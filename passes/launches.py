@@ -179,6 +179,7 @@ ALONG_NAMED_AXES = frozenset(
         ops.Kind.AXIS,
         ops.Kind.SCAN,
         ops.Kind.INDEX,
+        ops.Kind.REVERSE,
         ops.Kind.CONCAT,
         ops.Kind.WINDOW,
     }

@@ -188,8 +188,10 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                 # positions along a dropped axis of size 1 are all 0, as along any other
                 # axis of this all-ones shape
                 return attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=0))
-            if not at:  # an axis of size 1, dropped: the running total is the value itself
-                assert not node.attrs.variant, "legalize leaves only plain scans"
+            if not at:  # an axis of size 1, dropped: its running total or flip is the value
+                assert not isinstance(node.attrs, ir.Scan) or not node.attrs.variant, (
+                    "legalize leaves only plain scans"
+                )
                 return node.operands[0]
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axis=at[0]))
         return node

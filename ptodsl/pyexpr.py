@@ -89,7 +89,8 @@ SCALAR_SPELLING: Spelling = ops.spellings("scalar")
 def _attributes(expr: ir.Op) -> dict[str, str]:
     """An op's attributes as template arguments; a reduction over a single axis (every
     reduction after `chain_reductions`) also offers it as `axis`, the form PyPTO's calls take.
-    A tensor op's result also offers its `shape` and PyPTO `dtype` (for ops that create)."""
+    A tensor op's result also offers its `shape` and PyPTO `dtype` (for ops that create), and
+    one along an axis that axis's `last` position."""
     items = ir.attribute_items(expr.attrs)
     attributes = {name: _attribute_text(value) for name, value in items}
     if isinstance(expr.type, ir.TensorType):
@@ -97,6 +98,8 @@ def _attributes(expr: ir.Op) -> dict[str, str]:
         attributes["dtype"] = expr.type.dtype.pypto_name
     if isinstance(expr.attrs, ir.Reduce) and len(expr.attrs.axes) == 1:
         attributes["axis"] = str(expr.attrs.axes[0])
+    if type(expr.attrs) is ir.Along and isinstance(expr.type, ir.TensorType):
+        attributes["last"] = str(expr.type.shape[expr.attrs.axis] - 1)  # flip's first index
     return attributes
 
 
@@ -149,13 +152,25 @@ def _layout(
     lines = [f"{indent}{prefix}{call['head']}("]
     operand_texts = [emitter.emit(operand) for operand in expr.operands]
     attributes = _attributes(expr)
-    for argument in call["arguments"].split(", "):
+    for argument in _top_level_arguments(call["arguments"]):
         operand = _OPERAND.match(argument)
         if operand:
             lines += _layout(emitter, expr.operands[int(operand[1])], inner, "", ",", 0, width)
         else:
             lines.append(f"{inner}{argument.format(*operand_texts, **attributes)},")
     return lines + [f"{indent}){suffix}"]
+
+
+def _top_level_arguments(text: str) -> list[str]:
+    """A template's call arguments, split at the commas outside brackets and parentheses
+    (`{0}, 1, pypto.arange({last}, -1, -1)` is three)."""
+    arguments, depth, start = [], 0, 0
+    for position, character in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            arguments.append(text[start:position].strip())
+            start = position + 1
+    return [*arguments, text[start:].strip()]
 
 
 def emit_assignment(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import builtins
+import difflib
 import keyword
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -27,11 +28,23 @@ AXIS_FUNCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.AXIS, ops.Kind.SCA
 SCANS = tuple(op.spec for op in ops.of_kind(ops.Kind.SCAN))
 MASKS = tuple(op.spec for op in ops.of_kind(ops.Kind.MASK))  # triu(x, diagonal=k)
 INDEX = next(op for op in ops.of_kind(ops.Kind.INDEX))  # index(x, axis=a): positions
+FLIP = next(op for op in ops.of_kind(ops.Kind.REVERSE))  # flip(x, axis=a), axis=[a, b]
 # argmax(x, axis=a): the first position of the extremum along one axis, as i64.
 ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
 WINDOWS = tuple(op.spec for op in ops.of_kind(ops.Kind.WINDOW))  # window_max(x, axis=...)
 WINDOW_KEYWORDS = ("axis", "size", "stride", "padding", "dilation", "ceil_mode")
 CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
+# torch functions with no builtin of their own, as a spec writes them.
+SPELLED_OUT = {
+    "gelu": "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+    "silu": "x * sigmoid(x)",
+    "softplus": "max(x, 0.0) + log1p(exp(-abs(x)))",
+    "elu": "max(x, 0.0) + (exp(min(x, 0.0)) - 1.0) * alpha",
+    "hardtanh": "clamp(x, -1.0, 1.0)",
+    "leaky_relu": "where(x > 0.0, x, x * negative_slope)",
+    "hardsigmoid": "clamp(x / 6.0 + 0.5, 0.0, 1.0)",
+    "softsign": "x / (1.0 + abs(x))",
+}
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
@@ -119,6 +132,13 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) 
     if keepdim:
         return tuple(1 if axis in axes else size for axis, size in enumerate(shape))
     return tuple(size for axis, size in enumerate(shape) if axis not in axes)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`did you mean `flip`? ` when a known name is close to `name` (a typo), else ''. The
+    cutoff is strict: `gelu` is not a typo of `relu`."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    return f"did you mean `{close[0]}`? " if close else ""
 
 
 def _dtype(name: str, span: Span) -> ir.DType:
@@ -235,7 +255,7 @@ class _TypeChecker:
     def fixed_int(self, node: s.Expr) -> int:
         if isinstance(node, s.Name):
             if node.id not in self.dims:
-                raise SpecError(f"unknown dim `{node.id}`", node.span, note=self.dims_note())
+                raise SpecError(f"unknown dim `{node.id}`", node.span, note=self.dims_note(node.id))
             return self.dims[node.id].size
         if not (isinstance(node, s.Number) and node.value.is_integer() and "." not in node.text):
             raise SpecError("an `int` param's value is an integer or a dim", node.span)
@@ -387,7 +407,7 @@ class _TypeChecker:
                 raise SpecError(f"a dimension must be at least 1, not {dim.size}", dim.span)
             return dim.size
         if dim.name not in self.dims:
-            raise SpecError(f"unknown dim `{dim.name}`", dim.span, note=self.dims_note())
+            raise SpecError(f"unknown dim `{dim.name}`", dim.span, note=self.dims_note(dim.name))
         size = self.dims[dim.name].size + dim.offset
         if size < 1:
             raise SpecError(
@@ -397,10 +417,10 @@ class _TypeChecker:
             )
         return size
 
-    def dims_note(self) -> str:
+    def dims_note(self, name: str) -> str:
         if not self.dims:
             return "declare it first, e.g. `dims N = 1024`"
-        return "declared dims: " + ", ".join(self.dims)
+        return did_you_mean(name, self.dims) + "declared dims: " + ", ".join(self.dims)
 
     # ---- statements ----------------------------------------------------------------------
 
@@ -478,7 +498,10 @@ class _TypeChecker:
                 node.span,
                 note="bind the value with `let` and use that name instead",
             )
-        raise SpecError(f"unknown name `{name}`", node.span)
+        readable = [*self.inputs, *self.params, *self.lets, *self.dims]
+        raise SpecError(
+            f"unknown name `{name}`", node.span, note=did_you_mean(name, readable).strip() or None
+        )
 
     def expr_Bool(self, node: s.Bool) -> ir.Expr:  # noqa: N802
         raise SpecError("`true`/`false` only go to keyword arguments such as keepdim", node.span)
@@ -756,6 +779,8 @@ class _TypeChecker:
             return self.arg_reduction(node)
         if name == INDEX.spec:
             return self.index(node)
+        if name == FLIP.spec:
+            return self.flip(node)
         if name in WINDOWS:
             return self.window(node)
         if name == CONCAT.spec:
@@ -783,10 +808,18 @@ class _TypeChecker:
             | set(MASKS)
             | set(ARG_REDUCTIONS)
             | set(WINDOWS)
-            | {"where", "clamp", "batchmean", INDEX.spec, CONCAT.spec}
+            | {"where", "clamp", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec}
         )
+        if name in SPELLED_OUT:
+            raise SpecError(
+                f"no builtin `{name}`",
+                node.func_span,
+                note=f"write it out, e.g. `{SPELLED_OUT[name]}`",
+            )
         raise SpecError(
-            f"unknown function `{name}`", node.func_span, note="known: " + ", ".join(known)
+            f"unknown function `{name}`",
+            node.func_span,
+            note=did_you_mean(name, known) + "known: " + ", ".join(known),
         )
 
     def keywords(self, node: s.Call, allowed: tuple[str, ...]) -> dict[str, s.Keyword]:
@@ -813,7 +846,12 @@ class _TypeChecker:
             if not -rank <= axis < rank:
                 raise SpecError(f"axis {axis} is out of range for a rank-{rank} tensor", item.span)
             if axis % rank in axes:
-                raise SpecError(f"axis {axis} is repeated", item.span)
+                note = (
+                    f"axis {axis} is axis {axis % rank} of a rank-{rank} tensor"
+                    if axis < 0
+                    else None
+                )
+                raise SpecError(f"axis {axis} is repeated", item.span, note=note)
             axes.append(axis % rank)
         if not axes:
             raise SpecError(f"`{func}` needs at least one axis", argument.span)
@@ -884,6 +922,23 @@ class _TypeChecker:
         shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
         index_type = attrs.evolve(operand.type, shape=shape)
         return ir.Op(INDEX.name, (operand,), index_type, node.span, ir.Along(axis))
+
+    def flip(self, node: s.Call) -> ir.Expr:
+        """flip(x, axis=a) or axis=[a, b]: the positions along each axis in reverse order, as
+        torch.flip; several axes flip one after another."""
+        keywords = self.keywords(node, ("axis",))
+        operand = self.tensor_operand(node)
+        if "axis" not in keywords:
+            raise SpecError(
+                "`flip` needs `axis=`",
+                node.span,
+                note="name the axes to reverse, as torch.flip's dims: `flip(x, axis=1)` or "
+                "`flip(x, axis=[0, 1])`",
+            )
+        flipped = operand
+        for axis in self.axes(keywords["axis"], operand.type.rank, node.func):
+            flipped = ir.Op(FLIP.name, (flipped,), operand.type, node.span, ir.Along(axis))
+        return flipped
 
     def arg_reduction(self, node: s.Call) -> ir.Expr:
         """argmax / argmin along one axis, as torch with `dim` given: int64 positions."""

@@ -181,7 +181,7 @@ class _Verifier:
             self.reduction(node, where)
         elif kind is ops.Kind.MATMUL:
             self.matmul(node, where)
-        elif kind in (ops.Kind.SCAN, ops.Kind.MASK):
+        elif kind in (ops.Kind.SCAN, ops.Kind.MASK, ops.Kind.REVERSE):
             self.same_type(node, where)
         elif kind is ops.Kind.INDEX:
             self.positions(node, where)

@@ -1,7 +1,7 @@
 """Well-formed random specs: elementwise trees over 1-3 broadcasting inputs, builtins,
 params, constants and reductions, scans, masks (triangles and bool inputs), positions,
-products, arg-reductions, crops and concatenations, windows (pooling), on shapes of rank 1
-to 4 with primes and size-1 axes.
+products, arg-reductions, crops, flips and concatenations, windows (pooling), on shapes of
+rank 1 to 4 with primes and size-1 axes.
 
 `generate(random.Random(seed))` is plain seeded Python, so a failing spec is reproduced from
 its seed; `specs()` is the hypothesis strategy over seeds. Values stay sane: log, sqrt,
@@ -247,6 +247,13 @@ class _Builder:
             joined = tuple(2 * s if a == axis else s for a, s in enumerate(value.shape))
             text = f"cat([{value.text}, {value.text} * 0.5], axis={axis})"
             value = _Value(text, joined, value.positive)
+        # Flips: a fifth stream.
+        flip_rng = random.Random(seed * 7919 + 4)
+        if flip_rng.random() < 0.1 and value.shape:
+            count = min(len(value.shape), flip_rng.choice([1, 1, 2]))
+            axes = flip_rng.sample(range(len(value.shape)), count)
+            axis = axes[0] if len(axes) == 1 else axes
+            value = _Value(f"flip({value.text}, axis={axis})", value.shape, value.positive)
         # Windows: a fourth stream of their own.
         window_rng = random.Random(seed * 7919 + 3)
         long_axes = [a for a, size in enumerate(value.shape or ()) if size >= 3]

@@ -368,6 +368,51 @@ def test_a_wrong_crop_or_concatenation_fails(old, new, tmp_path):
     assert report.outputs[0].mismatched > 0
 
 
+FLIPPED = """kernel flipped
+dims B = 16, N = 320
+input x: f32[B, N]
+output y: f32[B, N]
+y = flip(x, axis=1) - 0.5 * x
+"""
+FLIP = "pypto.index_select(x, 1, pypto.arange(319, -1, -1))"
+
+
+def flipped_halves(first: int, second: int) -> str:
+    """The row's two halves (starting at columns `first`, `second`) each flipped, joined
+    (halves of 160 columns: PyPTO wants a view's rows in whole 32-byte blocks)."""
+    return "pypto.concat([{}, {}], 1)".format(
+        *(
+            f"pypto.index_select(pypto.view(x, [16, 160], [0, {start}]), 1, "
+            "pypto.arange(159, -1, -1))"
+            for start in (first, second)
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "x",
+        "pypto.index_select(x, 0, pypto.arange(15, -1, -1))",
+        "pypto.index_select(x, 1, pypto.arange(0, 320, 1))",
+        # each half flipped in its place: what a loop splitting the flipped axis would give
+        flipped_halves(0, 160),
+    ],
+    ids=["not_flipped", "other_axis", "ascending_indices", "halves_in_place"],
+)
+def test_a_wrong_flip_fails(new, tmp_path):
+    report = rejected(tmp_path, FLIPPED, FLIP, new)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_a_flip_joined_from_flipped_halves_passes(tmp_path):
+    """The control of `halves_in_place`: the same halves, the last first, are the flip."""
+    spec = compiled(FLIPPED)
+    joined = wrong_kernel(tmp_path, spec, FLIP, flipped_halves(160, 0))
+    assert run_check(spec, kernel_path=joined).ok
+
+
 POOLED = """kernel pooled
 dims N = 2, C = 3, H = 12, W = 12, P = 6
 input x: f32[N, C, H, W]

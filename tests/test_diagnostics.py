@@ -105,6 +105,11 @@ CASES = {
     "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
     "output y: f32[M, N + 4]\ny = cat([x, z], axis=0)\n",
+    "flip_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = flip(x)\n",
+    "function_misspelled": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = fliip(x, axis=1)\n",
+    "name_misspelled": HEADER + "input logits: f32[M, N]\noutput y: f32[M, N]\ny = logit * 2.0\n",
+    "flip_of_a_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[M]\ny = flip(a, axis=0)\n",
     "dim_offset_below_one": HEADER + "input x: f32[M, N]\noutput y: f32[M - 4, N]\ny = x\n",
     "bool_param_without_value": HEADER + "param flag: bool\ninput x: f32[M, N]\n"
     "output y: f32[M, N]\ny = x\n",

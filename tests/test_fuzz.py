@@ -131,6 +131,8 @@ def expressions(draw, depth=3):
                 f"cumsum({inner}, axis=0, reverse=true, exclusive=true)",
                 f"triu({inner}, diagonal=-1)",
                 f"tril({inner})",
+                f"flip({inner}, axis=[0, -1])",
+                f"flip({inner}, axis=1)",
                 f"clamp({inner}, min={other})",
                 f"clamp({inner}, {other}, 1.0)",
                 f"where({inner} > {other}, {inner}, {other})",

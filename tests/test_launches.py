@@ -81,6 +81,7 @@ MIXING = {
     "a reduction over the launch axis": "y = x - mean(x, axis=0, keepdim=true)",
     "a scan along it": "y = cumsum(x, axis=0)",
     "a softmax along it": "y = softmax(x, axis=0)",
+    "a flip of it": "y = flip(x, axis=0)",
     "a window along it": "y = window_max(x, axis=[0], size=3, stride=1, padding=1)",
     "a sliced row against a whole column": "y = x * v",
 }
