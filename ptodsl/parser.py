@@ -159,6 +159,9 @@ class _ToSyntax(Transformer):
         value, *slices = children
         return s.Subscript(value, tuple(slices), _span(meta))
 
+    def ellipsis(self, meta, children):
+        return s.AllAxes(_span(meta))
+
     def slice(self, meta, children):
         start, stop = children
         return s.Slice(start, stop, _span(meta))

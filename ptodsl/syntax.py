@@ -90,9 +90,16 @@ class Slice:
 
 
 @attrs.frozen
+class AllAxes:
+    """`...` in a subscript: whole slices of every axis the other slices leave out."""
+
+    span: Span
+
+
+@attrs.frozen
 class Subscript:
     value: Expr
-    slices: tuple[Slice, ...]
+    slices: tuple[Slice | AllAxes, ...]
     span: Span
 
 

@@ -516,17 +516,18 @@ class _TypeChecker:
         if not isinstance(value.type, ir.TensorType):
             raise SpecError("only a tensor can be sliced", node.value.span)
         shape = value.type.shape
-        if len(node.slices) > len(shape):
+        slices = self.expand_all_axes(node.slices, len(shape))
+        if len(slices) > len(shape):
             raise SpecError(
-                f"{len(node.slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span
+                f"{len(slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span
             )
         starts, stops = [], []
         for axis, size in enumerate(shape):
-            if axis >= len(node.slices):
+            if axis >= len(slices):
                 starts.append(0)
                 stops.append(None)
                 continue
-            cut = node.slices[axis]
+            cut = slices[axis]
             start, stop, _ = slice(cut.start, cut.stop).indices(size)
             if stop <= start:
                 raise SpecError(
@@ -546,6 +547,18 @@ class _TypeChecker:
         return ir.Op(
             "slice", (value,), cropped_type, node.span, ir.Slice(tuple(starts), tuple(stops))
         )
+
+    @staticmethod
+    def expand_all_axes(items: tuple[s.Slice | s.AllAxes, ...], rank: int) -> list[s.Slice]:
+        """The slices with `...` replaced by whole slices of the axes the others leave out."""
+        marks = [item for item in items if isinstance(item, s.AllAxes)]
+        if len(marks) > 1:
+            raise SpecError("a subscript takes one `...`", marks[1].span)
+        if not marks:
+            return list(items)
+        at = items.index(marks[0])
+        whole = [s.Slice(None, None, marks[0].span)] * max(0, rank - (len(items) - 1))
+        return [*items[:at], *whole, *items[at + 1 :]]
 
     def window(self, node: s.Call) -> ir.Expr:
         """window_max(x, axis=[2, 3], size=2, stride=2, padding=1, dilation=3): torch's

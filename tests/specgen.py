@@ -247,13 +247,16 @@ class _Builder:
             joined = tuple(2 * s if a == axis else s for a, s in enumerate(value.shape))
             text = f"cat([{value.text}, {value.text} * 0.5], axis={axis})"
             value = _Value(text, joined, value.positive)
-        # Flips: a fifth stream.
+        # Flips and crops of the last axis: a fifth stream.
         flip_rng = random.Random(seed * 7919 + 4)
         if flip_rng.random() < 0.1 and value.shape:
             count = min(len(value.shape), flip_rng.choice([1, 1, 2]))
             axes = flip_rng.sample(range(len(value.shape)), count)
             axis = axes[0] if len(axes) == 1 else axes
             value = _Value(f"flip({value.text}, axis={axis})", value.shape, value.positive)
+        if flip_rng.random() < 0.08 and value.shape and value.shape[-1] >= 2:
+            cropped = (*value.shape[:-1], value.shape[-1] - 1)
+            value = _Value(f"({value.text})[..., :-1]", cropped, value.positive)
         # Windows: a fourth stream of their own.
         window_rng = random.Random(seed * 7919 + 3)
         long_axes = [a for a, size in enumerate(value.shape or ()) if size >= 3]
