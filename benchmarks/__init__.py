@@ -10,9 +10,18 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.pto"))
 sys.path.insert(0, str(ROOT / "tests"))
 # The examples CI checks scaled down, with their sizes there, live with the tests.
-from conftest import CI_DIMS  # noqa: E402
+from conftest import CI_DIMS, INTERPRETER_PATTERNS  # noqa: E402
 
-__all__ = ["CI_DIMS", "EXAMPLES", "ROOT", "spec_by_kernel"]
+from ptodsl.tables import markdown_table  # noqa: E402
+
+__all__ = [
+    "CI_DIMS",
+    "EXAMPLES",
+    "INTERPRETER_PATTERNS",
+    "ROOT",
+    "print_table",
+    "spec_by_kernel",
+]
 
 _KERNEL = re.compile(r"^kernel\s+(\w+)", re.MULTILINE)
 
@@ -20,3 +29,10 @@ _KERNEL = re.compile(r"^kernel\s+(\w+)", re.MULTILINE)
 def spec_by_kernel() -> dict[str, Path]:
     """Each example spec by its kernel's name (the name baselines are filed under)."""
     return {_KERNEL.search(p.read_text(encoding="utf-8")).group(1): p for p in EXAMPLES}
+
+
+def print_table(rows: list[tuple[str, ...]], failed: int) -> int:
+    """Prints a benchmark's rows (header first) as a Markdown table; the exit status."""
+    print()
+    print(markdown_table(rows[0], rows[1:]), end="")
+    return 1 if failed else 0

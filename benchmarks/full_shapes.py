@@ -14,10 +14,9 @@ import sys
 import time
 
 import ptodsl
-from benchmarks import CI_DIMS, EXAMPLES
+from benchmarks import CI_DIMS, EXAMPLES, print_table
 from ptodsl.checking import run_check
 from ptodsl.simulator import SimulationError
-from ptodsl.tables import markdown_table
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
@@ -46,9 +45,7 @@ def main(names: list[str]) -> int:
         timing = (f"{report.sim_time_us:.2f}", f"{wall:.0f}", f"{peak:.1f}")
         rows.append((name, verdict, f"{error:.3g}", *timing))
         print(" | ".join(rows[-1]), flush=True)
-    print()
-    print(markdown_table(rows[0], rows[1:]), end="")
-    return 1 if failed else 0
+    return print_table(rows, failed)
 
 
 if __name__ == "__main__":

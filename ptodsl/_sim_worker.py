@@ -52,6 +52,8 @@ def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]
     else:
         module = _import_file(module_path)
     _configure_pypto(request["verify"])
+    if "factory" in request:
+        return _launch_kernel(module, request, payload)
     if payload["goldens"] is not None:
         _set_goldens(request["kernel_inputs"], payload["goldens"])
     model = module.ModelNew(**payload["init_kwargs"])
@@ -60,6 +62,17 @@ def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]
     with torch.no_grad():
         result = model(*payload["inputs"])
     return [_compact(t.detach()) for t in _as_list(result)]
+
+
+def _launch_kernel(module: Any, request: dict[str, Any], payload: dict[str, Any]) -> list:
+    """One launch of a kernel factory's kernel; the outputs it writes are fresh buffers (the
+    payload's own are mapped from the request file)."""
+    count = request["outputs"]
+    inputs = payload["inputs"][:-count]
+    outputs = [torch.empty_like(t) for t in payload["inputs"][-count:]]
+    kernel = getattr(module, request["factory"])(*payload["arguments"])
+    kernel(*inputs, *outputs)
+    return outputs
 
 
 def _compact(tensor: torch.Tensor) -> torch.Tensor:

@@ -97,7 +97,7 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
             sim_time_us = report.sim_time_us
         except CheckTooBig as too_big:
             dims, report = _within_memory(text, spec.name, problem, compiled, timeout)
-            sim_time_us = probe_cost(compiled.lowered).sim_time_us
+            sim_time_us = probe_cost(compiled.lowered, timeout=timeout).sim_time_us
             note = (
                 f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
                 f"shape the check needs ~{too_big.needed / sim_memory.GIB:.0f} GiB, "

@@ -243,34 +243,11 @@ def run_model(
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
-    module_path = Path(module_path).resolve()
-    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
-    try:
-        request = {
-            "module_path": str(module_path),
-            "verify": verify,
-            "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
-            "load": load,
-        }
-        _write_request(work_dir, request, init_kwargs, inputs, goldens, state)
-        _run_worker(work_dir, module_path, timeout)
-        run = _read_results(work_dir, verify)
-        if trace_dir is not None:
-            keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
-        return run
-    finally:
-        _dispose(work_dir)
-
-
-def _write_request(
-    work_dir: Path,
-    request: dict[str, Any],
-    init_kwargs: Mapping[str, Any],
-    inputs: Sequence[Any],
-    goldens: Sequence[torch.Tensor] | None,
-    state: Mapping[str, torch.Tensor] | None,
-) -> None:
-    (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
+    request = {
+        "verify": verify,
+        "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
+        "load": load,
+    }
     # init_kwargs travel with the tensors so tuples stay tuples (JSON would make lists).
     payload = {
         "inputs": [_portable(value) for value in inputs],
@@ -278,7 +255,54 @@ def _write_request(
         "goldens": None if goldens is None else [_portable(t) for t in goldens],
         "state": {name: _portable(t) for name, t in (state or {}).items()},
     }
-    torch.save(payload, work_dir / _TENSORS_FILE)
+    return _simulate(Path(module_path), request, payload, timeout, trace_dir)
+
+
+def run_kernel(
+    module_path: str | os.PathLike[str],
+    factory: str,
+    arguments: Sequence[Any],
+    tensors: Sequence[torch.Tensor],
+    outputs: int,
+    *,
+    verify: str = "graph",
+    timeout: float = DEFAULT_TIMEOUT_S,
+    trace_dir: Path | None = None,
+) -> SimRun:
+    """Simulate one kernel launch, `factory(*arguments)(*tensors)` from a generated module
+    file, as the interpreter runs a launch of a generated forward: the last `outputs` of
+    `tensors` are the buffers the kernel writes, and their values are the run's outputs."""
+    if verify not in VERIFY_LEVELS:
+        raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
+    request = {"verify": verify, "load": "import", "factory": factory, "outputs": outputs}
+    payload = {
+        "inputs": [_portable(t) for t in tensors],
+        "arguments": list(arguments),
+        "goldens": None,
+    }
+    return _simulate(Path(module_path), request, payload, timeout, trace_dir)
+
+
+def _simulate(
+    module_path: Path,
+    request: dict[str, Any],
+    payload: dict[str, Any],
+    timeout: float,
+    trace_dir: Path | None,
+) -> SimRun:
+    module_path = module_path.resolve()
+    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
+    try:
+        request = {"module_path": str(module_path), **request}
+        (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
+        torch.save(payload, work_dir / _TENSORS_FILE)
+        _run_worker(work_dir, module_path, timeout)
+        run = _read_results(work_dir, request["verify"])
+        if trace_dir is not None:
+            keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
+        return run
+    finally:
+        _dispose(work_dir)
 
 
 def _portable(value: Any) -> Any:
@@ -315,6 +339,7 @@ def _worker_environment(work_dir: Path) -> dict[str, str]:
             "ASCEND_PROCESS_LOG_PATH": str(work_dir / "ascend_log"),
             "TMPDIR": str(tmp_dir),
             "AIKG_PYPTO_RUN_MODE": "1",  # generated modules' _run_mode(): always SIM here
+            "PTODSL_SIM": "direct",  # and their kernels run here, not in another interpreter
             # Errors only, but to stdout: they carry the reason behind "Run pass failed".
             "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
             "ASCEND_GLOBAL_LOG_LEVEL": "3",
@@ -383,10 +408,12 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
 
 def keep_traces(pypto_output: Path, trace_dir: Path) -> list[Path]:
     """Copy the cost-model output of every kernel launch in `pypto_output` to
-    `trace_dir/launch_<n>` (n in launch order) and return those folders."""
+    `trace_dir/launch_<n>` (n in launch order, after the launches kept there already) and
+    return those folders."""
     kept = []
     runs = sorted(pypto_output.glob("*/CostModelSimulationOutput"))
-    for number, run in enumerate(runs):
+    first = len(list(Path(trace_dir).glob("launch_*")))
+    for number, run in enumerate(runs, start=first):
         target = Path(trace_dir) / f"launch_{number}"
         shutil.copytree(run, target, ignore=shutil.ignore_patterns("graphs"), dirs_exist_ok=True)
         kept.append(target)

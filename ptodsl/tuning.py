@@ -20,10 +20,12 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.api import Compiled, lower_spec
+from ptodsl.codegen import factory_name
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import store_record
+from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 TILE_ELEMENTS = (None, 8192, 4096, 2048)
 LAST_AXIS_TILES = (None, 64, 256, 1024)
@@ -43,20 +45,48 @@ class Cost:
 
 
 def probe_cost(
-    lowered: Lowered, module_path: Path | None = None, trace_dir: Path | None = None
+    lowered: Lowered,
+    module_path: Path | None = None,
+    trace_dir: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Cost:
     """Simulated end-to-end time and cycles of the kernel in pypto SIM, without verification
     (so no numbers), pypto's output kept in a scratch folder that is removed afterwards.
     `module_path`: measure that module instead (a `ModelNew` with the spec's interface).
-    `trace_dir`: keep the cost model's swim lanes and statistics there (`keep_traces`)."""
+    `trace_dir`: keep the cost model's swim lanes and statistics there (`keep_traces`).
+    `timeout` limits the worker."""
     # Imported here: torch and the simulator are heavy, and `compile` never needs them.
     import torch
 
     from ptodsl.checking import TORCH_DTYPES
-    from ptodsl.simulator import run_model
+    from ptodsl.simulator import run_kernel, run_model
 
     compiled = Compiled(lowered)
     checked = lowered.checked
+    kernel = lowered.kernel
+    if kernel.launches is not None and module_path is None:
+        # Every launch is the same kernel on a chunk of the same size, which the cost model
+        # times alike: one launch is simulated, and its worker stays one launch's size.
+        buffers = [
+            torch.zeros(t.kernel_shape, dtype=TORCH_DTYPES[t.type.dtype])
+            for t in (*kernel.inputs, *kernel.outputs)
+        ]
+        arguments = [1.0 if p.default is None else p.default for p in kernel.kernel_params]
+        with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
+            module_path = Path(scratch) / f"{compiled.name}.py"
+            module_path.write_text(compiled.source, encoding="utf-8")
+            run = run_kernel(
+                module_path,
+                factory_name(kernel),
+                arguments,
+                buffers,
+                len(kernel.outputs),
+                verify="none",
+                timeout=timeout,
+                trace_dir=trace_dir,
+            )
+        count = kernel.launches.count
+        return Cost(count * run.sim_time_us, count * run.total_cycles)
     tensors = [
         torch.zeros(t.declared_shape, dtype=TORCH_DTYPES[t.type.dtype])
         for t in checked.tensor_arguments
@@ -68,7 +98,12 @@ def probe_cost(
             module_path = Path(scratch) / f"{compiled.name}.py"
             module_path.write_text(compiled.source, encoding="utf-8")
         run = run_model(
-            module_path, init_kwargs, [*tensors, *scalars], verify="none", trace_dir=trace_dir
+            module_path,
+            init_kwargs,
+            [*tensors, *scalars],
+            verify="none",
+            trace_dir=trace_dir,
+            timeout=timeout,
         )
     return Cost(run.sim_time_us, run.total_cycles)
 

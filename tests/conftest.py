@@ -20,6 +20,17 @@ GOLDENS = Path(__file__).resolve().parent / "goldens"
 # full KernelBench shapes): CI checks these sizes; `python -m benchmarks.full_shapes` checks
 # the full ones. Their goldens are at full size. The loops such shapes need are checked at
 # small sizes in test_loops_in_sim.py.
+# The patterns interpreter mode is shown on (tests/test_interpret.py, benchmarks/interpret.py):
+# elementwise, softmax, a loss with a 0-d output, a norm with weights, a matmul, a K-split
+# matmul.
+INTERPRETER_PATTERNS = [
+    "31_elu",
+    "23_softmax",
+    "94_mse_loss",
+    "33_batch_norm",
+    "1_square_matmul",
+    "6_matmul_large_k",
+]
 CI_DIMS = {
     "5_matrix_scalar_multiply": {"M": 1024},
     # products of 256 randn values underflow f32 (about 1e-71): 8 factors keep them visible

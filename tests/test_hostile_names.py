@@ -136,7 +136,8 @@ def test_comments_and_file_names_cannot_inject_code():
             assert isinstance(statement, ast.FunctionDef | ast.ClassDef), ast.dump(statement)
             top_level.append(statement.name)
     assert top_level[0] == "docstring"
-    assert set(top_level[1:]) == {"import", "_expect", "_run_mode", "make_evil_kernel", "ModelNew"}
+    expected = {"import", "_expect", "_run_mode", "_launch", "make_evil_kernel", "ModelNew"}
+    assert set(top_level[1:]) == expected
     assert top_level.count("make_evil_kernel") == top_level.count("ModelNew") == 1
     imported = {alias.name for s in module.body if isinstance(s, ast.Import) for alias in s.names}
     assert imported <= {"functools", "importlib.util", "math", "os", "pypto", "torch"}

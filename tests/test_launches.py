@@ -14,6 +14,7 @@ import ptodsl
 from ptodsl import sim_memory
 from ptodsl.checking import run_check
 from ptodsl.target import PYPTO_0_2_0
+from ptodsl.tuning import probe_cost
 
 
 def compiled(text: str, count: int = 4) -> ptodsl.Compiled:
@@ -132,3 +133,14 @@ def test_a_wrong_launch_loop_fails_check(tmp_path, case):
     report = run_check(spec, kernel_path=path)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+def test_a_launched_kernels_cost_is_one_launch_times_the_count(tmp_path):
+    """probe_cost simulates one launch of a launched kernel (its worker then holds one
+    launch): the cost model times every launch alike, so it equals the forward's sum."""
+    spec = compiled(TALL)
+    module = tmp_path / "launched.py"
+    module.write_text(spec.source, encoding="utf-8")
+    every_launch = probe_cost(spec.lowered, module_path=module)  # forward: all four
+    assert probe_cost(spec.lowered) == every_launch
+    assert every_launch.sim_time_us > 0
