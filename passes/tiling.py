@@ -61,6 +61,36 @@ def choose_tile(
     )
 
 
+@attrs.frozen
+class UbUse:
+    """What the phase's widest op holds in UB: bytes per tile element (its tensor operands'
+    and result's; a where's condition uses none) and a fixed workspace (a where of tensors
+    over rows of one 32-byte block: see Target.select_block_workspace_bytes)."""
+
+    bytes_per_element: int
+    workspace: int
+
+
+def ub_use(
+    kernel: ir.Kernel,
+    statements: tuple[int, ...] | list[int],
+    shape: tuple[int, ...],
+    target: Target,
+) -> UbUse:
+    itemsize = ir.compute_itemsize(kernel.body[statements[0]].value)  # the phase's, as tiled
+    widest, selects = 1, False
+    for index in statements:
+        for node in ir.walk(kernel.body[index].value):
+            if not (isinstance(node, ir.Op) and isinstance(node.type, ir.TensorType)):
+                continue
+            operands = node.operands[1:] if node.op == "where" else node.operands
+            held = [o.type for o in (*operands, node) if isinstance(o.type, ir.TensorType)]
+            widest = max(widest, sum(t.dtype.itemsize for t in held))
+            selects |= node.op == "where" and len(held) == 3  # two tensor branches, result
+    one_block_rows = shape[-1] * itemsize <= target.reduce_align_bytes
+    return UbUse(widest, target.select_block_workspace_bytes if selects and one_block_rows else 0)
+
+
 def is_matmul(stmt: ir.Stmt) -> bool:
     return isinstance(stmt.value, ir.Op) and stmt.value.op == "matmul"
 
@@ -310,14 +340,19 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             steps = window_steps(window, window.operands[0].type.shape, target)
             phases.append(ir.Phase(tuple(indexes), shape, tile=steps[0].frame_tile, window=steps))
             continue
+        # every op's operands and result share UB: the widest op bounds the tile
+        ub = ub_use(kernel, indexes, shape, target)
+        fitting = (target.ub_bytes - ub.workspace) // ub.bytes_per_element
+        phase_target = attrs.evolve(
+            target, max_tile_elements=min(target.max_tile_elements, fitting)
+        )
         last_axis_cap = tuning.last_axis_tile or _reduced_axis_first_cap(
-            kernel, indexes, shape, itemsize, target.max_tile_elements
+            kernel, indexes, shape, itemsize, phase_target.max_tile_elements
         )
         positional = positional_axes(kernel, indexes)
         scanned_last = len(shape) - 1 in positional
-        phase_target = target
         if positional:  # the tiles scans were measured to run with: see Target's scan limits
-            budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
+            budget = min(target.spill_safe_tile_elements, phase_target.max_tile_elements)
             phase_target = attrs.evolve(target, max_tile_elements=budget)
         if scanned_last:
             scan_cap = target.max_scan_last_axis_tile
@@ -328,11 +363,11 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         )
         row_reductions = _row_reductions(kernel, indexes)
         if sum(r.operands[0].type.shape[-1] > tile[-1] for r in row_reductions) >= 2:
-            budget = min(target.spill_safe_tile_elements, target.max_tile_elements)
+            budget = min(target.spill_safe_tile_elements, phase_target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe, last_axis_cap)
         if row_reductions or _narrower_last_axis(kernel, indexes, shape):
-            tile = reduction_aligned(tile, itemsize, target)
+            tile = reduction_aligned(tile, itemsize, phase_target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
     decisions = kernel.decisions
     if tuning != ir.Tuning():

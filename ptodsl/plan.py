@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import math
 
+import attrs
+
 from ptodsl import ir
-from ptodsl.passes.tiling import auto_tiles
+from ptodsl.passes.tiling import auto_tiles, ub_use
 from ptodsl.target import PYPTO_0_2_0, Target
 
 
-def _phase(phase: ir.Phase, itemsize: int) -> dict:
+def _phase(kernel: ir.Kernel, phase: ir.Phase, itemsize: int, target: Target) -> dict:
     loop = phase.loop
     if phase.cube is not None:
         return {
@@ -41,6 +43,7 @@ def _phase(phase: ir.Phase, itemsize: int) -> dict:
         "tile_elements": math.prod(phase.tile),
         "tile_last_axis_bytes": phase.tile[-1] * itemsize,
         "auto_tiles": auto_tiles(phase.shape, phase.tile),
+        "ub": attrs.asdict(ub_use(kernel, phase.statements, phase.shape, target)),
         "loop": None,
     }
     if loop is not None:
@@ -107,7 +110,7 @@ def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
                 "inputs": tensors(kernel.inputs),
                 "outputs": tensors(kernel.outputs),
                 "launches": _launches(kernel.launches),
-                "phases": [_phase(p, itemsize) for p in kernel.schedule.phases],
+                "phases": [_phase(kernel, p, itemsize, target) for p in kernel.schedule.phases],
                 "decisions": list(kernel.decisions),
             }
         ]

@@ -27,6 +27,15 @@ class Target:
     forms: frozenset[str]
     max_rank: int
     max_tile_elements: int  # prod(tile) per op
+    # The unified buffer a vector op's operands and result share, tile by tile: a binary
+    # f32 op at max_tile_elements fits exactly, and so does a where of two f32 tensors (its
+    # bool condition is not counted: [4, 4096] passes).
+    ub_bytes: int
+    # ... except that a where of tensors over rows of one 32-byte block needs this much
+    # more: measured on [R, 8] f32 tiles, 96 B per row plus 12448 ([2048, 8] fails with
+    # "WHERE_TT ... total size [209056] exceeds MEM_UB size [196608]", [1792, 8] passes;
+    # [1024, 16], [256, 64] and [4, 4096] pass at the full budget).
+    select_block_workspace_bytes: int
     max_auto_tiles: int  # tiles one vector phase may expand to without a loop
     min_contiguous_bytes: int  # wanted bytes along the last axis of a tile
     reduce_align_bytes: int  # the reduced tensor's last-axis tile must be a multiple
@@ -63,6 +72,8 @@ PYPTO_0_2_0 = Target(
     forms=ops.native_forms(),
     max_rank=4,
     max_tile_elements=16384,
+    ub_bytes=196608,
+    select_block_workspace_bytes=12448,
     max_auto_tiles=2048,
     min_contiguous_bytes=1024,
     reduce_align_bytes=32,

@@ -36,6 +36,19 @@ def assert_window_steps_fit(phase: dict) -> None:
         assert loop["count"] * loop["chunk"] + loop["tail"] == phase["shape"][loop["axis"]]
 
 
+def assert_ub_fits(phase: dict) -> None:
+    """The phase's widest op within UB at the phase's tile: its bytes per element over the
+    tile's elements, each row taken in whole 32-byte blocks (a [2048, 4] f32 tile holds as
+    much as [2048, 8]), plus its workspace."""
+    tile, row_bytes = phase["tile"], phase["tile_last_axis_bytes"]
+    itemsize = row_bytes // phase["tile"][-1]
+    block = PYPTO_0_2_0.reduce_align_bytes
+    padded_row = -(-row_bytes // block) * block // itemsize
+    elements = math.prod(tile[:-1]) * padded_row
+    ub = phase["ub"]
+    assert elements * ub["bytes_per_element"] + ub["workspace"] <= PYPTO_0_2_0.ub_bytes, phase
+
+
 def assert_plan_within_limits(plan: dict) -> None:
     """Every phase of a plan (ptodsl.plan) within PyPTO 0.2.0's tile, tile-count and loop rules."""
     for kernel in plan["kernels"]:
@@ -54,6 +67,7 @@ def assert_plan_within_limits(plan: dict) -> None:
             align = PYPTO_0_2_0.reduce_align_bytes * tile[-1] // phase["tile_last_axis_bytes"]
             assert tile[-1] <= shape[-1] or tile[-1] == -(-shape[-1] // align) * align
             assert math.prod(tile) <= PYPTO_0_2_0.max_tile_elements
+            assert_ub_fits(phase)
             loop = phase["loop"]
             if loop is None:
                 assert phase["auto_tiles"] <= PYPTO_0_2_0.max_auto_tiles

@@ -257,6 +257,11 @@ class _Builder:
         if flip_rng.random() < 0.08 and value.shape and value.shape[-1] >= 2:
             cropped = (*value.shape[:-1], value.shape[-1] - 1)
             value = _Value(f"({value.text})[..., :-1]", cropped, value.positive)
+        # A where of two tensor branches (its own UB rule): a sixth stream.
+        select_rng = random.Random(seed * 7919 + 5)
+        if select_rng.random() < 0.1 and value.shape:
+            text = f"where({value.text} > 0.5, {value.text}, {value.text} * 0.25)"
+            value = _Value(text, value.shape, value.positive)
         # Windows: a fourth stream of their own.
         window_rng = random.Random(seed * 7919 + 3)
         long_axes = [a for a, size in enumerate(value.shape or ()) if size >= 3]

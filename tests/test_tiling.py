@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
+from plan_limits import assert_plan_within_limits
 
+import ptodsl
+from ptodsl.checking import run_check
 from ptodsl.passes.loops import plan_loop
 from ptodsl.passes.tiling import auto_tiles, ceil_div, choose_tile
+from ptodsl.plan import plan_of
 from ptodsl.target import PYPTO_0_2_0 as TARGET
 
 SHAPES = [
@@ -58,3 +63,25 @@ def test_partial_last_axis_tiles_are_32_byte_aligned(shape, itemsize):
     """PyPTO rejects reductions whose last-axis tile is not a multiple of 32 bytes."""
     tile = choose_tile(shape, itemsize)
     assert tile[-1] == shape[-1] or (tile[-1] * itemsize) % TARGET.reduce_align_bytes == 0
+
+
+# A where of tensors over rows of one 32-byte block ([8192, 4] row sums): pypto's UB check
+# failed it at the old [2048, 8] tile ("WHERE_TT ... total size [209056] exceeds MEM_UB size
+# [196608]").
+WHERE_OVER_SHORT_ROWS = """kernel halved_negatives
+dims R = 8192, C = 4
+input h: f32[R, C]
+output y: f32[R]
+let a = sum(h, axis=1)
+y = where(a >= 0.0, a, a * 0.5)
+"""
+
+
+def test_a_where_over_short_rows_fits_ub_where_the_old_tiling_did_not():
+    compiled = ptodsl.compile(WHERE_OVER_SHORT_ROWS, name="case.pto", tuning=None)
+    assert_plan_within_limits(compiled.plan)
+    without_ub_rule = attrs.evolve(TARGET, ub_bytes=1 << 40, select_block_workspace_bytes=0)
+    old = ptodsl.compile(WHERE_OVER_SHORT_ROWS, name="case.pto", target=without_ub_rule)
+    with pytest.raises(AssertionError):
+        assert_plan_within_limits(plan_of(old.kernel))  # judged by the real target
+    assert run_check(compiled).ok
