@@ -262,7 +262,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from ptodsl.coverage import INTERNAL_ERROR, format_table, run_coverage
+    from ptodsl.coverage import INTERNAL_ERROR, format_table, judged, run_coverage
 
     for folder in (args.problems, args.specs):
         if not folder.is_dir():
@@ -270,13 +270,16 @@ def _coverage(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UserError("--timeout must be positive")
 
-    def progress(row) -> None:
-        print(" | ".join(row.cells()), file=sys.stderr, flush=True)
+    def progress(done: int, total: int, row) -> None:
+        # one line per problem as it finishes; the table itself is printed once, at the end
+        wall = "" if row.wall_s is None else f" in {row.wall_s:.0f} s"
+        print(f"[{done}/{total}] #{row.number} {row.problem}: {row.verdict}{wall}", file=sys.stderr)
 
-    rows = run_coverage(args.problems, args.specs, args.only, progress, args.timeout)
+    only = args.only or ()
+    rows = run_coverage(args.problems, args.specs, only, progress, args.timeout)
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
-    sys.stdout.write(format_table(rows))
+    sys.stdout.write(format_table(rows, only))
     if any(row.verdict.startswith(INTERNAL_ERROR) for row in rows):
         print(
             "ptodsl: internal errors in the rows above are bugs in ptodsl; report them with "
@@ -284,7 +287,7 @@ def _coverage(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-    return EXIT_OK if all(row.verdict == "PASS" for row in rows) else EXIT_SPEC_ERROR
+    return EXIT_OK if all(row.verdict == "PASS" for row in judged(rows, only)) else EXIT_SPEC_ERROR
 
 
 def main(argv: list[str] | None = None) -> int:

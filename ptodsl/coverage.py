@@ -57,6 +57,7 @@ class Row:
 
 
 HEADER = ("#", "problem", "spec", "verdict", "max abs err", "sim us", "wall s", "note")
+NO_SPEC = "NO SPEC"
 
 
 def problem_number(path: Path) -> int | None:
@@ -197,22 +198,27 @@ def run_coverage(
     problems_dir: Path,
     specs_dir: Path,
     only: Iterable[int] = (),
-    progress: Callable[[Row], None] = lambda row: None,
+    progress: Callable[[int, int, Row], None] = lambda done, total, row: None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
-    a spec, or whose number several specs share, says so in its row."""
+    a spec, or whose number several specs share, says so in its row. `progress(done, total,
+    row)` hears of each row as it is made."""
     problems = by_number(problems_dir.glob("*.py"))
     specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
+    chosen = [
+        (number, paths)
+        for number, paths in sorted(problems.items())
+        if not wanted or number in wanted
+    ]
+    total = sum(len(paths) for _, paths in chosen)
     rows = []
-    for number, paths in sorted(problems.items()):
-        if wanted and number not in wanted:
-            continue
+    for number, paths in chosen:
         for problem in paths:
             candidates = specs.get(number, [])
             if not candidates:
-                row = Row(number, problem.name, "", "NO SPEC")
+                row = Row(number, problem.name, "", NO_SPEC)
             elif len(candidates) > 1:
                 names = ", ".join(p.name for p in candidates)
                 row = Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}")
@@ -221,12 +227,25 @@ def run_coverage(
             if len(paths) > 1:
                 others = ", ".join(p.name for p in paths if p != problem)
                 row = attrs.evolve(row, problem=f"{problem.name} (number shared with {others})")
-            progress(row)
             rows.append(row)
+            progress(len(rows), total, row)
     return rows
 
 
-def format_table(rows: list[Row]) -> str:
-    passed = sum(row.verdict == "PASS" for row in rows)
+def judged(rows: list[Row], only: Iterable[int] = ()) -> list[Row]:
+    """The rows that decide the run: all of them when problems were named (`--only`), else
+    those with a spec (a problem folder may hold problems ptodsl has no spec for yet)."""
+    return rows if only else [row for row in rows if row.verdict != NO_SPEC]
+
+
+def format_table(rows: list[Row], only: Iterable[int] = ()) -> str:
+    counted = judged(rows, only)
+    passed = sum(row.verdict == "PASS" for row in counted)
     table = markdown_table(HEADER, [row.cells() for row in rows])
-    return table + f"\n{passed} of {len(rows)} problems pass.\n"
+    summary = f"{passed} of {len(counted)} problems pass."
+    if len(counted) < len(rows):
+        summary = (
+            f"{passed} of {len(counted)} problems with a spec pass; "
+            f"{len(rows) - len(counted)} without a spec."
+        )
+    return table + f"\n{summary}\n"

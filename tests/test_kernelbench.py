@@ -175,22 +175,41 @@ def test_kernelbench_answer_module_passes_ruff(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
-def test_coverage_command_prints_a_table_and_fails_on_a_problem_without_spec(tmp_path):
+def coverage_command(tmp_path, *only: str) -> subprocess.CompletedProcess:
+    """`ptodsl coverage` over #19 and a #999 without a spec, as a user runs it."""
     problems = tmp_path / "problems"
-    problems.mkdir()
+    problems.mkdir(exist_ok=True)
     (problems / "19_ReLU.py").write_text(PROBLEM_BY_NUMBER[19].read_text(encoding="utf-8"))
     (problems / "999_Unknown.py").write_text("")
-    result = subprocess.run(
-        [sys.executable, "-m", "ptodsl", "coverage", problems, "--specs", SPECS],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 1, result.stderr
+    command = [sys.executable, "-m", "ptodsl", "coverage", problems, "--specs", SPECS, *only]
+    return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_coverage_prints_its_table_once_and_passes_beside_a_problem_without_spec(tmp_path):
+    result = coverage_command(tmp_path)
+    assert result.returncode == 0, result.stderr
     rows = {line.split("|")[1].strip(): line for line in result.stdout.splitlines()[2:4]}
     assert "| PASS " in rows["19"] and "19_relu.pto" in rows["19"]
     assert "| NO SPEC " in rows["999"]
-    assert "1 of 2 problems pass." in result.stdout
+    assert "1 of 1 problems with a spec pass; 1 without a spec." in result.stdout
+    # progress on stderr is one line per problem, not a second copy of the table
+    assert "|" not in result.stderr
+    assert "[1/2] #19 19_ReLU.py: PASS in " in result.stderr
+
+
+def test_coverage_of_a_named_problem_without_spec_fails(tmp_path):
+    result = coverage_command(tmp_path, "--only", "999")
+    assert result.returncode == 1, result.stderr
+    assert "0 of 1 problems pass." in result.stdout
+
+
+def test_coverage_does_not_depend_on_the_problems_run_before():
+    alone = run_coverage(PROBLEMS, SPECS, only=[23])
+    after_others = run_coverage(PROBLEMS, SPECS, only=[20, 23])
+    assert [(r.max_abs_error, r.sim_time_us) for r in alone] == [
+        (r.max_abs_error, r.sim_time_us) for r in after_others if r.number == 23
+    ]
+    assert alone[0].verdict == "PASS"
 
 
 def test_coverage_judges_outputs_below_f32_resolution_at_a_smaller_shape():
