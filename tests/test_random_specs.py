@@ -18,6 +18,7 @@ import ptodsl
 from ptodsl.checking import run_check, spec_case
 from ptodsl.diagnostics import SpecError
 from ptodsl.files import load_module
+from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
 from ptodsl.target import PYPTO_0_2_0
 
@@ -119,3 +120,22 @@ def test_launches_of_generated_specs_compute_the_whole_specs_values():
                 f"seed {seed}:\n{spec.text}"
             )
     assert split >= 25, f"only {split} of 150 random specs split into launches"
+
+
+def test_a_generated_spec_the_old_tiling_broke_fits_ub_and_runs():
+    """Seed 156 (a where of tensors and two row sums over rows of 5): the tiling before UB
+    was counted op by op gave [2048, 8] tiles, which pypto's UB check rejects (WHERE_TT), and
+    the plan-limit property says so; the plan now fits and passes check in SIM."""
+    spec = generate(156)
+    without_ub_rule = attrs.evolve(
+        PYPTO_0_2_0,
+        ub_bytes=1 << 40,
+        select_block_workspace_bytes=0,
+        spill_safe_tile_elements=1 << 40,
+    )
+    old = ptodsl.compile(spec.text, name="old.pto", target=without_ub_rule, tuning=None)
+    with pytest.raises(AssertionError):
+        assert_plan_within_limits(plan_of(old.kernel))
+    compiled = compile_generated(spec)
+    assert_plan_within_limits(compiled.plan)
+    assert run_check(compiled).ok
