@@ -59,8 +59,9 @@ def test_an_offset_on_a_heavy_tailed_output_fails(tmp_path):
 
 def test_a_few_zeroed_outputs_fail(tmp_path):
     spec = compiled(EXP)
-    zeroed = "        kernel(x_kernel, y)\n        y.view(-1)[::43] = 0.0\n"
-    path = wrong_kernel(tmp_path, spec, "        kernel(x_kernel, y)\n", zeroed)
+    launch = "        _launch(make_exp3_kernel, (), 1, x_kernel, y)\n"
+    zeroed = launch + "        y.view(-1)[::43] = 0.0\n"
+    path = wrong_kernel(tmp_path, spec, launch, zeroed)
     report = run_check(spec, kernel_path=path)
     assert not report.ok
     assert report.outputs[0].mismatched == pytest.approx(16 * 1024 / 43, abs=1)

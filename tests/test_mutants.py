@@ -100,6 +100,21 @@ def softmax_shifts(lines: list[str]) -> set[str]:
     return shifts
 
 
+# A constant this small added to values of order 1 (triplet loss's `a - p + eps`, eps 1e-6,
+# about 8 f32 ulps at 1.0) changes nothing a sum of their squares keeps: adding it or
+# subtracting it is the same kernel within f32 resolution, not a mutant a check can see.
+TINY = 1e-5
+OPERAND = re.compile(r"[\w.]+(?:e-?\d+)?")
+CONSTANT_NAME = re.compile(r"^\s+(\w+) = (-?\d[\d.]*(?:e-?\d+)?)$", re.MULTILINE)
+
+
+def tiny_terms(source: str) -> set[str]:
+    """The literals and the factory's constant names whose value is at most TINY."""
+    values = {name: float(value) for name, value in CONSTANT_NAME.findall(source)}
+    values |= {text: float(text) for text in FLOAT.findall(source)}
+    return {text for text, value in values.items() if 0 < abs(value) <= TINY}
+
+
 def scan_axes(line: str) -> list[tuple[int, int]]:
     """(start, end) of the axis argument of every `pypto.cumsum(value, axis)` call."""
     spans = []
@@ -130,6 +145,7 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
             what = f"line {index + 1}: offset step {step} -> {step - 1}"
             structural.append((what, replaced(lines, index, *offset.span(2), str(step - 1))))
     shifts = softmax_shifts(lines)
+    tiny = tiny_terms(source)
     for index in kernel_lines(source):
         line = lines[index]
         for start, end in scan_axes(line):  # the running total along another axis
@@ -144,6 +160,9 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
                     continue
                 if old in (" * ", " / ") and UNIT.match(line, match.end()):
                     continue  # x * -1.0 is x / -1.0: the same kernel, not a mutant
+                term = OPERAND.match(line, match.end())
+                if old in (" + ", " - ") and term and term.group(0) in tiny:
+                    continue  # d + 1e-6 vs d - 1e-6: see TINY
                 what = f"line {index + 1}: {old.strip()} -> {new.strip()}"
                 structural.append((what, replaced(lines, index, *match.span(), new)))
         for match in FLOAT.finditer(line):
