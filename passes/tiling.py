@@ -64,8 +64,8 @@ def choose_tile(
 @attrs.frozen
 class UbUse:
     """What the phase's widest op holds in UB: bytes per tile element (its tensor operands'
-    and result's; a where's condition uses none) and a fixed workspace (a where of tensors
-    over rows of one 32-byte block: see Target.select_block_workspace_bytes)."""
+    and result's; a selection's condition uses none) and a fixed workspace (a where of
+    tensors over rows of one 32-byte block: see Target.select_block_workspace_bytes)."""
 
     bytes_per_element: int
     workspace: int
@@ -83,12 +83,14 @@ def ub_use(
         for node in ir.walk(kernel.body[index].value):
             if not (isinstance(node, ir.Op) and isinstance(node.type, ir.TensorType)):
                 continue
-            operands = node.operands[1:] if node.op == "where" else node.operands
+            definition = ops.lookup(node.op)
+            operands = node.operands[1:] if definition.selects else node.operands
             held = [o.type for o in (*operands, node) if isinstance(o.type, ir.TensorType)]
             widest = max(widest, sum(t.dtype.itemsize for t in held))
-            selects |= node.op == "where" and len(held) == 3  # two tensor branches, result
+            selects |= definition.selects and len(held) == 3  # two tensor branches, result
     one_block_rows = shape[-1] * itemsize <= target.reduce_align_bytes
-    return UbUse(widest, target.select_block_workspace_bytes if selects and one_block_rows else 0)
+    workspace = target.select_block_workspace_bytes if selects and one_block_rows else 0
+    return UbUse(widest, workspace)
 
 
 def is_matmul(stmt: ir.Stmt) -> bool:

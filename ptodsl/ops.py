@@ -72,6 +72,9 @@ class OpDef:
     rounds: bool = True  # whether the result rounds (max, abs, neg only select or flip)
     hidden: float = 0.0  # magnitude an intermediate of the target's formula rounds at
     attributes: type[ir.OpAttrs] | None = None  # the class of the op's attributes, if any
+    # the first operand is a condition PyPTO keeps out of UB, and two tensor branches over
+    # rows of one 32-byte block take a workspace (Target.select_block_workspace_bytes)
+    selects: bool = False
 
     def torch_spelling(self, form: str) -> str | None:
         if isinstance(self.torch, Mapping):
@@ -709,6 +712,7 @@ _OPS = [
         pypto="pypto.where({0}, {1}, {2})",
         native="t,t,t t,s,t t,t,s t,s,s",
         bound=_where_bound,
+        selects=True,
     ),
     _comparison("lt"),
     _comparison("le"),

@@ -43,6 +43,8 @@ def _phase(kernel: ir.Kernel, phase: ir.Phase, itemsize: int, target: Target) ->
         "tile_elements": math.prod(phase.tile),
         "tile_last_axis_bytes": phase.tile[-1] * itemsize,
         "auto_tiles": auto_tiles(phase.shape, phase.tile),
+        # counted again for the judging target: a plan tiled for another target (tests'
+        # old tilings) is measured against this one's UB
         "ub": attrs.asdict(ub_use(kernel, phase.statements, phase.shape, target)),
         "loop": None,
     }

@@ -98,8 +98,8 @@ def _attributes(expr: ir.Op) -> dict[str, str]:
         attributes["dtype"] = expr.type.dtype.pypto_name
     if isinstance(expr.attrs, ir.Reduce) and len(expr.attrs.axes) == 1:
         attributes["axis"] = str(expr.attrs.axes[0])
-    if type(expr.attrs) is ir.Along and isinstance(expr.type, ir.TensorType):
-        attributes["last"] = str(expr.type.shape[expr.attrs.axis] - 1)  # flip's first index
+    if ops.lookup(expr.op).kind is ops.Kind.REVERSE:
+        attributes["last"] = str(expr.type.shape[expr.attrs.axis] - 1)  # the first index
     return attributes
 
 

@@ -61,42 +61,39 @@ def probe_cost(
     from ptodsl.checking import TORCH_DTYPES
     from ptodsl.simulator import run_kernel, run_model
 
-    compiled = Compiled(lowered)
     checked = lowered.checked
     kernel = lowered.kernel
-    if kernel.launches is not None and module_path is None:
-        # Every launch is the same kernel on a chunk of the same size, which the cost model
-        # times alike: one launch is simulated, and its worker stays one launch's size.
-        buffers = [
-            torch.zeros(t.kernel_shape, dtype=TORCH_DTYPES[t.type.dtype])
-            for t in (*kernel.inputs, *kernel.outputs)
-        ]
-        arguments = [1.0 if p.default is None else p.default for p in kernel.kernel_params]
-        with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
-            module_path = Path(scratch) / f"{compiled.name}.py"
-            module_path.write_text(compiled.source, encoding="utf-8")
-            run = run_kernel(
-                module_path,
-                factory_name(kernel),
-                arguments,
-                buffers,
-                len(kernel.outputs),
-                verify="none",
-                timeout=timeout,
-                trace_dir=trace_dir,
-            )
-        count = kernel.launches.count
-        return Cost(count * run.sim_time_us, count * run.total_cycles)
-    tensors = [
-        torch.zeros(t.declared_shape, dtype=TORCH_DTYPES[t.type.dtype])
-        for t in checked.tensor_arguments
-    ]
-    scalars = [1.0 if p.default is None else p.default for p in checked.forward_params]
-    init_kwargs = {p.name: p.default for p in checked.init_params if p.default is not None}
     with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
         if module_path is None:
+            compiled = Compiled(lowered)
             module_path = Path(scratch) / f"{compiled.name}.py"
             module_path.write_text(compiled.source, encoding="utf-8")
+            if kernel.launches is not None:
+                # Every launch is the same kernel on a chunk of the same size, which the cost
+                # model times alike: one launch is simulated, its worker one launch's size.
+                buffers = [
+                    torch.zeros(t.kernel_shape, dtype=TORCH_DTYPES[t.type.dtype])
+                    for t in (*kernel.inputs, *kernel.outputs)
+                ]
+                arguments = [1.0 if p.default is None else p.default for p in kernel.kernel_params]
+                run = run_kernel(
+                    module_path,
+                    factory_name(kernel),
+                    arguments,
+                    buffers,
+                    len(kernel.outputs),
+                    verify="none",
+                    timeout=timeout,
+                    trace_dir=trace_dir,
+                )
+                count = kernel.launches.count
+                return Cost(count * run.sim_time_us, count * run.total_cycles)
+        tensors = [
+            torch.zeros(t.declared_shape, dtype=TORCH_DTYPES[t.type.dtype])
+            for t in checked.tensor_arguments
+        ]
+        scalars = [1.0 if p.default is None else p.default for p in checked.forward_params]
+        init_kwargs = {p.name: p.default for p in checked.init_params if p.default is not None}
         run = run_model(
             module_path,
             init_kwargs,

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from ptodsl.target import PYPTO_0_2_0
+
+# The target as tiling saw it before UB was counted op by op: the old plans, which the
+# limits below must reject.
+WITHOUT_UB_RULE = attrs.evolve(
+    PYPTO_0_2_0,
+    ub_bytes=1 << 40,
+    select_block_workspace_bytes=0,
+    spill_safe_tile_elements=1 << 40,
+)
 
 
 def assert_cube_tile_fits(cube: dict) -> None:

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ruff_check
 from hypothesis import given
-from plan_limits import assert_plan_within_limits
+from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
 from specgen import generate, specs
 
 import ptodsl
@@ -127,13 +127,7 @@ def test_a_generated_spec_the_old_tiling_broke_fits_ub_and_runs():
     was counted op by op gave [2048, 8] tiles, which pypto's UB check rejects (WHERE_TT), and
     the plan-limit property says so; the plan now fits and passes check in SIM."""
     spec = generate(156)
-    without_ub_rule = attrs.evolve(
-        PYPTO_0_2_0,
-        ub_bytes=1 << 40,
-        select_block_workspace_bytes=0,
-        spill_safe_tile_elements=1 << 40,
-    )
-    old = ptodsl.compile(spec.text, name="old.pto", target=without_ub_rule, tuning=None)
+    old = ptodsl.compile(spec.text, name="old.pto", target=WITHOUT_UB_RULE, tuning=None)
     with pytest.raises(AssertionError):
         assert_plan_within_limits(plan_of(old.kernel))
     compiled = compile_generated(spec)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-import attrs
 import pytest
-from plan_limits import assert_plan_within_limits
+from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
 
 import ptodsl
 from ptodsl.checking import run_check
@@ -80,8 +79,7 @@ y = where(a >= 0.0, a, a * 0.5)
 def test_a_where_over_short_rows_fits_ub_where_the_old_tiling_did_not():
     compiled = ptodsl.compile(WHERE_OVER_SHORT_ROWS, name="case.pto", tuning=None)
     assert_plan_within_limits(compiled.plan)
-    without_ub_rule = attrs.evolve(TARGET, ub_bytes=1 << 40, select_block_workspace_bytes=0)
-    old = ptodsl.compile(WHERE_OVER_SHORT_ROWS, name="case.pto", target=without_ub_rule)
+    old = ptodsl.compile(WHERE_OVER_SHORT_ROWS, name="case.pto", target=WITHOUT_UB_RULE)
     with pytest.raises(AssertionError):
         assert_plan_within_limits(plan_of(old.kernel))  # judged by the real target
     assert run_check(compiled).ok
