@@ -17,6 +17,7 @@ import attrs
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
+from ptodsl.passes.twin_operands import read_by
 
 # The reductions PyPTO computes itself (mean, var, ... are legalized into them first).
 REDUCTIONS = tuple(op.name for op in ops.of_kind(ops.Kind.REDUCTION) if op.pypto is not None)
@@ -53,21 +54,8 @@ class _Axes:
 
 def matmul_operands(kernel: ir.Kernel) -> set[str]:
     """Inputs read only by matmuls: they keep their declared layout, outside the frame."""
-    operands, elsewhere = set(), set()
-    for stmt in kernel.body:
-        for node in ir.walk(stmt.value):
-            if isinstance(node, ir.Op):
-                names = {o.name for o in node.operands if isinstance(o, ir.Ref)}
-                (operands if node.op == "matmul" else elsewhere).update(names)
-    both = operands & elsewhere
-    if both:
-        name = sorted(both)[0]
-        span = next(t.span for t in kernel.inputs if t.name == name)
-        raise SpecError(
-            f"input `{name}` is both a matmul operand and used elementwise",
-            span,
-            note="a matmul operand keeps its own layout; pass the values twice if needed",
-        )
+    operands, elsewhere = read_by(kernel)
+    assert not operands & elsewhere, "twin_operands gives such inputs a twin for matmuls"
     return operands
 
 

@@ -104,19 +104,22 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
         if not callable(getattr(module, name, None)):
             raise ProblemFault(f"the problem defines no `{name}`")
     scaled = _rescale(module, {int(k): v for k, v in request["rescale"].items()})
-    torch.manual_seed(request["seed"])
+    seed = request["seed"]
+    torch.manual_seed(seed)
     init_values = list(_call("get_init_inputs()", module.get_init_inputs))
     given = list(_call("get_inputs()", module.get_inputs))
     init_values = [_init_value(f"get_init_inputs()[{i}]", v) for i, v in enumerate(init_values)]
     given = [_forward_argument(f"get_inputs()[{i}]", v) for i, v in enumerate(given)]
+    # A harness seeds again before it builds each model: the weights are the draws after it.
+    torch.manual_seed(seed)
     model = _call("Model(*get_init_inputs())", lambda: module.Model(*init_values))
     if not isinstance(model, torch.nn.Module):
         raise ProblemFault(f"Model(...) built {_describe(model)}, not a torch.nn.Module")
     parameters = list(model.parameters())
-    described = [
-        {"shape": tuple(p.shape), "dtype": str(p.dtype), "initial": p.detach().clone()}
-        for p in parameters
-    ]
+    described = _described(model)
+    drop_in = None
+    if request["model_new"] is not None:
+        drop_in = _drop_in(Path(request["model_new"]), seed, init_values)
     fits = len(parameters) == len(weights) and all(
         p.shape == w.shape and p.dtype == w.dtype for p, w in zip(parameters, weights, strict=False)
     )
@@ -140,7 +143,31 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
         "parameters": described,
         "expected": expected,
         "scaled": scaled,
+        "drop_in": drop_in,
     }
+
+
+def _described(model: torch.nn.Module) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "shape": tuple(p.shape),
+            "dtype": str(p.dtype),
+            "initial": p.detach().clone(),
+        }
+        for name, p in model.named_parameters()
+    ]
+
+
+def _drop_in(path: Path, seed: int, init_values: list[Any]) -> dict[str, Any]:
+    """ModelNew built as the harness builds it: seeded again, with the Model's arguments."""
+    try:
+        model_new = import_file(path, "ptodsl_model_new").ModelNew
+        torch.manual_seed(seed)
+        built = model_new(*init_values)
+    except Exception as error:  # noqa: BLE001 - reported as the check's failure
+        return {"parameters": [], "error": f"{type(error).__name__}: {error}"}
+    return {"parameters": _described(built), "error": None}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 import torch
 
-from ptodsl import ir, ops, sim_memory
+from ptodsl import ir, modules, ops, sim_memory
 from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
@@ -382,7 +382,7 @@ class Case:
         """`ModelNew.forward`'s arguments, and the weights' values to load as module state."""
         pairs = list(zip(checked.inputs, self.inputs, strict=True))
         tensors = [value for tensor, value in pairs if tensor.init is None]
-        state = {tensor.name: value for tensor, value in pairs if tensor.init is not None}
+        state = {tensor.state_name: value for tensor, value in pairs if tensor.init is not None}
         return [*tensors, *self.forward_scalars], state
 
 
@@ -449,23 +449,27 @@ def problem_case(
 ) -> Case:
     """The problem's own inputs and init arguments, checked against the spec's declarations,
     and its own Model's output (in float64) as the golden, computed in a worker process.
-    The Model's parameters, matched to the spec's weights in order, get seeded random
-    values in both models, so that a kernel ignoring a weight cannot pass on ones and
-    zeros."""
+    ModelNew, built under the seed as a harness builds it, must start with the Model's own
+    initial parameters (the same draws). For the numeric check both then get seeded random
+    values, matched in `parameters()` order, so that a kernel ignoring a weight cannot pass
+    on ones and zeros."""
     checked = compiled.lowered.checked
-    weights = [
-        make_input(tensor, index, seed)
+    weight_values = {
+        tensor.name: make_input(tensor, index, seed)
         for index, tensor in enumerate(checked.inputs)
         if tensor.init is not None
-    ]
-    run = run_problem(problem_path, seed, weights, rescale, timeout)
+    }
+    in_torch_order = [weight_values[w.name] for w in checked.weights_in_torch_order]
+    # ModelNew is built beside the Model only when it has weights to compare (importing it
+    # costs the worker pypto's import, about 2 s)
+    model_new = compiled.source if checked.weights else None
+    run = run_problem(problem_path, seed, in_torch_order, rescale, timeout, model_new=model_new)
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
     tensors, scalars = _forward_arguments(checked, run, where)
     _check_parameters(checked, run, where)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
     by_name = dict(zip((t.name for t in checked.tensor_arguments), tensors, strict=True))
-    weight_values = dict(zip((w.name for w in checked.weights), weights, strict=True))
     inputs = [by_name.get(t.name, weight_values.get(t.name)) for t in checked.inputs]
     expected = tuple(run.expected)
     if len(expected) != len(checked.outputs):
@@ -569,24 +573,61 @@ def _expect_tensor(what: str, tensor: torch.Tensor, declared: ir.Input, source: 
 
 
 def _check_parameters(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
-    weights = checked.weights
+    """The spec's weights are the Model's parameters (in torch's order), and ModelNew built
+    under the seed starts them at the Model's values: a drop-in for a harness that seeds,
+    builds both and never copies weights."""
+    weights = checked.weights_in_torch_order
     parameters = run.parameters
+    spec_listing = ", ".join(f"`{w.state_name}` {list(w.declared_shape)}" for w in weights)
+    problem_listing = ", ".join(f"`{p.name}` {list(p.shape)}" for p in parameters)
+    order_note = (
+        f"torch lists a module's own parameters first, then its submodules' in the order "
+        f"they are assigned: the problem's Model has {problem_listing or 'none'}; the spec's "
+        f"weights in that order are {spec_listing or 'none'}"
+    )
     if len(parameters) != len(weights):
-        shapes = ", ".join(str(list(p.shape)) for p in parameters) or "none"
         raise ProblemError(
-            f"{where}: its Model has {len(parameters)} parameters ({shapes}); the spec "
-            f"declares {len(weights)} weights ({', '.join(w.name for w in weights) or 'none'})"
+            f"{where}: its Model has {len(parameters)} parameters, the spec declares "
+            f"{len(weights)} weights; {order_note}"
         )
-    for parameter, weight in zip(parameters, weights, strict=True):
-        _expect_tensor(
-            f"{where}: weight `{weight.name}`", parameter.initial, weight, "the problem has"
+    fits = [
+        tuple(p.shape) == w.declared_shape and p.dtype == str(TORCH_DTYPES[w.type.dtype])
+        for p, w in zip(parameters, weights, strict=True)
+    ]
+    if not all(fits):
+        index = fits.index(False)
+        parameter, weight = parameters[index], weights[index]
+        raise ProblemError(
+            f"{where}: weight `{weight.state_name}` is {weight.type.dtype.value} "
+            f"{list(weight.declared_shape)}, the Model's parameter in its place is "
+            f"`{parameter.name}`, {parameter.dtype} {list(parameter.shape)}; {order_note}"
         )
-        initial = getattr(torch, weight.init)(parameter.shape, dtype=parameter.initial.dtype)
-        if not torch.equal(parameter.initial, initial):
-            raise ProblemError(
-                f"{where}: weight `{weight.name}`: the problem's Model does not start it as "
-                f"`{weight.init}`, so ModelNew would start from different values"
-            )
+    drop_in = run.drop_in
+    if drop_in is None:
+        assert not weights, "problem_case gives the worker ModelNew when it has weights"
+        return
+    if drop_in.error is not None:
+        raise ProblemError(f"{where}: ModelNew(*get_init_inputs()) failed: {drop_in.error}")
+    for parameter, built, weight in zip(parameters, drop_in.parameters, weights, strict=True):
+        if torch.equal(parameter.initial, built.initial):
+            continue
+        gap = (parameter.initial.double() - built.initial.double()).abs().max().item()
+        raise ProblemError(
+            f"{where}: weight `{weight.state_name}`: built under the same seed, ModelNew "
+            f"starts it {_how_it_starts(weight, checked)} and the Model starts "
+            f"`{parameter.name}` at other "
+            f"values (largest difference {gap:.3g}), so a harness that seeds and builds "
+            "both gets different weights. Declare weights in the order the Model's "
+            "__init__ creates them, each as it creates it (`= randn`, `= rand * 0.02`, "
+            "`= 2.0`, `linear(in, out)`)"
+        )
+
+
+def _how_it_starts(weight: ir.Input, checked: ir.Kernel) -> str:
+    if isinstance(weight.init, ir.ModuleParameter):
+        module = next(m for m in checked.modules if m.name == weight.init.module)
+        return f"as torch's {modules.MODULES[module.kind].torch} does"
+    return f"as {weight.init}".replace("as = ", "at ")
 
 
 def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> dict[int, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ptodsl import __version__, ir, ops
+from ptodsl.modules import creation_lines
 from ptodsl.pyexpr import (
     SCALAR_SPELLING,
     PythonEmitter,
@@ -119,7 +120,11 @@ class _Printer:
 
     def assignment(self, target: str, value: ir.Expr, indent: str) -> list[str]:
         if isinstance(value, ir.Op) and value.op == "matmul":
-            return [f"{indent}{target} = {_matmul(value)}"]
+            product, frame = _matmul(value)
+            if frame is None:
+                return [f"{indent}{target} = {product}"]
+            # the kernel's frame has axes the product lacks (of size 1): the same elements
+            return emit_call(f"{target} = pypto.reshape", [product, str(list(frame))], indent)
         return emit_assignment(self.emitter, target, value, indent)
 
     def loop(self, loop: ir.BlockLoop, indent: str) -> list[str]:
@@ -160,11 +165,20 @@ def _statement(instruction: ir.Instruction) -> str:
     raise TypeError(f"codegen cannot print {instruction!r}")
 
 
-def _matmul(matmul: ir.Op) -> str:
+def _matmul(matmul: ir.Op) -> tuple[str, tuple[int, ...] | None]:
+    """The cube's product, and the frame shape to reshape it to where that differs."""
     a, b = matmul.operands
     assert isinstance(a, ir.Ref) and isinstance(b, ir.Ref), "a matmul's operands are named"
     flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
-    return f"pypto.matmul({a.name}, {b.name}, pypto.{matmul.type.dtype.pypto_name}, {flags})"
+    product = f"pypto.matmul({a.name}, {b.name}, pypto.{matmul.type.dtype.pypto_name}, {flags})"
+    a_shape, b_shape = a.type.shape, b.type.shape
+    if matmul.attrs.a_trans:
+        a_shape = (*a_shape[:-2], a_shape[-1], a_shape[-2])
+    if matmul.attrs.b_trans:
+        b_shape = (*b_shape[:-2], b_shape[-1], b_shape[-2])
+    if (*a_shape[:-1], b_shape[-1]) == matmul.type.shape:
+        return product, None
+    return product, matmul.type.shape
 
 
 def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:
@@ -234,13 +248,7 @@ def _init_lines(kernel: ir.Kernel) -> list[str]:
         value = ir.format_value(param.default)
         given = f"tuple({param.name})" if isinstance(param.default, tuple) else param.name
         lines.append(f'        _expect_argument("{param.name}", {given}, {value})')
-    for weight in kernel.weights:
-        shape, dtype = _tuple_text(kernel.forward_shape(weight)), weight.type.dtype.torch_name
-        lines.append(
-            f"        self.{weight.name} = torch.nn.Parameter("
-            f"torch.{weight.init}({shape}, dtype=torch.{dtype}))"
-        )
-    return lines
+    return lines + creation_lines(kernel, "        ")
 
 
 def _model(kernel: ir.Kernel) -> list[str]:
@@ -274,7 +282,8 @@ def _model(kernel: ir.Kernel) -> list[str]:
     call = []
     for tensor in kernel.inputs:
         # Weights are nn.Parameters: the kernel reads their values, never their gradients.
-        value = tensor.name if tensor.init is None else f"self.{tensor.name}.detach()"
+        read = tensor if tensor.twin_of is None else kernel.input(tensor.twin_of)
+        value = read.name if read.init is None else f"self.{read.state_name}.detach()"
         name = f"{tensor.name}_kernel"
         # A sliced tensor is reshaped per launch, after its launch's chunk is cut.
         reshape = f".reshape{_arguments_text(tensor.kernel_shape)}"

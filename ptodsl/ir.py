@@ -423,12 +423,67 @@ class Tensor:
 
 
 @attrs.frozen
+class Filled:
+    """A weight that starts as one value everywhere (`= ones`, `= zeros`, `= 2.0`)."""
+
+    value: float
+
+    def __str__(self) -> str:
+        return {1.0: "ones", 0.0: "zeros"}.get(self.value, f"= {format_value(self.value)}")
+
+
+@attrs.frozen
+class Drawn:
+    """A weight drawn from torch's RNG (`= randn`, `= rand`, `= randn * 0.02`)."""
+
+    distribution: str  # "randn" | "rand"
+    scale: float = 1.0
+
+    def __str__(self) -> str:
+        factor = "" if self.scale == 1.0 else f" * {format_value(self.scale)}"
+        return self.distribution + factor
+
+
+@attrs.frozen
+class ModuleParameter:
+    """A parameter of a torch module the spec declares (`fc.weight` of `linear(...)`)."""
+
+    module: str
+    attribute: str
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.attribute}"
+
+
+WeightInit = Filled | Drawn | ModuleParameter
+
+
+@attrs.frozen
+class Module:
+    """`weight fc: linear(K, N)`: a torch module (a `modules.MODULES` kind) built with these
+    arguments, whose parameters are the kernel's weights."""
+
+    name: str
+    kind: str
+    arguments: tuple[tuple[str, ParamValue], ...]
+    span: Span
+
+
+@attrs.frozen
 class Input(Tensor):
     domain: str = attrs.field(default="real", kw_only=True)
     extent: int | None = attrs.field(default=None, kw_only=True)  # `in range(extent)`
-    # A weight is module state (an nn.Parameter starting as "ones" or "zeros"), not a
+    # A weight is module state (an nn.Parameter or a declared module's parameter), not a
     # `forward` argument; the kernel still takes it as an input.
-    init: str | None = attrs.field(default=None, kw_only=True)
+    init: WeightInit | None = attrs.field(default=None, kw_only=True)
+    # A second kernel input reading the same tensor as input `twin_of`, in another layout
+    # (a matmul operand's: see passes/twin_operands.py); forward passes that tensor again.
+    twin_of: str | None = attrs.field(default=None, kw_only=True)
+
+    @property
+    def state_name(self) -> str:
+        """The weight's name in ModelNew's state dict (`fc.weight` for a module's)."""
+        return str(self.init) if isinstance(self.init, ModuleParameter) else self.name
 
 
 @attrs.frozen
@@ -501,6 +556,7 @@ class Kernel:
     decisions: tuple[str, ...] = ()  # lowering choices worth stating in the plan
     program: Program | None = None  # the schedule materialised into instructions
     launches: Launches | None = None  # set by the launches pass when one launch is too big
+    modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
 
     def is_sliced(self, tensor: Tensor) -> bool:
         """Whether each launch gets only its chunk of `tensor` (every output, some inputs)."""
@@ -543,12 +599,20 @@ class Kernel:
 
     @property
     def tensor_arguments(self) -> tuple[Input, ...]:
-        """The inputs `forward` takes as tensors: all but the weights."""
-        return tuple(t for t in self.inputs if t.init is None)
+        """The inputs `forward` takes as tensors: all but the weights (and twins)."""
+        return tuple(t for t in self.inputs if t.init is None and t.twin_of is None)
 
     @property
     def weights(self) -> tuple[Input, ...]:
-        return tuple(t for t in self.inputs if t.init is not None)
+        """The weights in declaration order, the order ModelNew creates them in."""
+        return tuple(t for t in self.inputs if t.init is not None and t.twin_of is None)
+
+    @property
+    def weights_in_torch_order(self) -> tuple[Input, ...]:
+        """The weights as `Module.parameters()` lists them: a module's own parameters
+        first, then its submodules' (each submodule in the order it was assigned)."""
+        own = [w for w in self.weights if not isinstance(w.init, ModuleParameter)]
+        return (*own, *(w for w in self.weights if isinstance(w.init, ModuleParameter)))
 
     def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
         """The kernel with `transform` applied to every statement's whole expression."""
@@ -600,11 +664,16 @@ def format_kernel(kernel: Kernel) -> str:
         default = "" if param.default is None else f" = {format_value(param.default)}"
         kind = "fixed param" if param.fixed else "forward param" if param.forward else "param"
         lines.append(f"  {kind} {param.name}{default}")
+    for module in kernel.modules:
+        arguments = ", ".join(f"{name}={format_value(v)}" for name, v in module.arguments)
+        lines.append(f"  module {module.name} = {module.kind}({arguments})")
     for tensor in kernel.inputs:
         domain = "" if tensor.domain == "real" else f" in {tensor.domain}"
         if tensor.extent is not None:
             domain += f"({tensor.extent})"
         kind = "input" if tensor.init is None else f"weight ({tensor.init})"
+        if tensor.twin_of is not None:
+            kind += f" (twin of {tensor.twin_of})"
         lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
     for tensor in kernel.outputs:
         lines.append(f"  output {tensor.name}: {tensor.type}{_as_kernel(tensor)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import lark
 from lark import Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
@@ -102,6 +103,16 @@ class _ToSyntax(Transformer):
     def param_dim(self, meta, children):
         return s.Name(str(children[0]), _span(children[0]))
 
+    def param_product(self, meta, children):
+        factors = [
+            _number(token) if token.type == "INT" else s.Name(str(token), _span(token))
+            for token in children
+        ]
+        product = factors[0]
+        for factor in factors[1:]:
+            product = s.Binary("mul", product, factor, _span(meta))
+        return product
+
     def param_list(self, meta, children):
         return s.ListExpr(tuple(child for child in children if child is not None), _span(meta))
 
@@ -121,7 +132,16 @@ class _ToSyntax(Transformer):
 
     def weight_decl(self, meta, children):
         name, tensor_type, init = children
-        return s.WeightDecl(str(name), tensor_type, str(init), _span(init), _span(name))
+        return s.WeightDecl(str(name), tensor_type, init, _span(name))
+
+    def scaled_draw(self, meta, children):
+        name, factor = children
+        return s.Binary("mul", s.Name(str(name), _span(name)), factor, _span(meta))
+
+    def module_decl(self, meta, children):
+        name, func, *arguments = children
+        module = self.call(meta, [func, *arguments])
+        return s.ModuleDecl(str(name), attrs.evolve(module, span=_span(func)), _span(name))
 
     def domain(self, meta, children):
         name, extent = children

@@ -24,6 +24,7 @@ from ptodsl.passes.materialise import materialise
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.tiling import tile_phases
+from ptodsl.passes.twin_operands import twin_operands
 from ptodsl.syntax import Spec
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.typecheck import typecheck
@@ -33,6 +34,7 @@ Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 
 # In order. Each name is also an `--emit` stage showing the IR after that pass.
 PASSES: tuple[tuple[str, Pass], ...] = (
+    ("twin_operands", twin_operands),
     ("launches", split_launches),
     ("fold_constants", fold_constants),
     ("legalize", legalize),

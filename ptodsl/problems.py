@@ -23,6 +23,7 @@ from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_
 REQUEST_FILE = "request.json"
 WEIGHTS_FILE = "weights.pt"
 RESULT_FILE = "result.pt"
+MODEL_NEW_FILE = "model_new.py"
 ERROR_FILE = "error.txt"
 _LOG_TAIL_LINES = 8
 _LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
@@ -34,9 +35,19 @@ class ProblemError(ValueError):
 
 @attrs.frozen(eq=False)
 class Parameter:
+    name: str  # in `named_parameters()`, e.g. gemm.weight
     shape: tuple[int, ...]
     dtype: str  # torch's name, e.g. torch.float32
     initial: torch.Tensor
+
+
+@attrs.frozen(eq=False)
+class DropIn:
+    """ModelNew built as a harness builds it, seeded as the Model was: its parameters in
+    `parameters()` order, or why it could not be built."""
+
+    parameters: list[Parameter]
+    error: str | None = None
 
 
 @attrs.frozen(eq=False)
@@ -50,6 +61,7 @@ class ProblemRun:
     parameters: list[Parameter]
     expected: list[torch.Tensor] | None
     scaled: list[str]  # the module-level constants that were resized
+    drop_in: DropIn | None = None  # when a ModelNew module was given
 
 
 def run_problem(
@@ -58,16 +70,23 @@ def run_problem(
     weights: Sequence[torch.Tensor],
     rescale: Mapping[int, int] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    model_new: str | None = None,
 ) -> ProblemRun:
     """`rescale` maps a dim's size to its new size: module-level int constants equal to a key
-    take the new size before `get_inputs()` and `get_init_inputs()` run."""
+    take the new size before `get_inputs()` and `get_init_inputs()` run. `model_new`: the
+    text of a module defining ModelNew, built after the Model under the same seed (as a
+    harness builds both) to compare their initial parameters."""
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-problem-"))
     try:
         request = {
             "problem": str(path.resolve()),
             "seed": seed,
             "rescale": {str(k): v for k, v in (rescale or {}).items()},
+            "model_new": None,
         }
+        if model_new is not None:
+            request["model_new"] = str(work_dir / MODEL_NEW_FILE)
+            (work_dir / MODEL_NEW_FILE).write_text(model_new, encoding="utf-8")
         (work_dir / REQUEST_FILE).write_text(json.dumps(request))
         torch.save([w.detach().cpu() for w in weights], work_dir / WEIGHTS_FILE)
         try:
@@ -98,4 +117,9 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         parameters=[Parameter(**p) for p in result["parameters"]],
         expected=result["expected"],
         scaled=result["scaled"],
+        drop_in=None
+        if result["drop_in"] is None
+        else DropIn(
+            [Parameter(**p) for p in result["drop_in"]["parameters"]], result["drop_in"]["error"]
+        ),
     )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import attrs
 
 from ptodsl import __version__, ir, ops
+from ptodsl.modules import creation_lines
 from ptodsl.pyexpr import (
     SCALAR_SPELLING,
     PythonEmitter,
@@ -129,7 +130,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
     lines.append(f"    return {', '.join(outputs)}")
     init_parameters = ["self", *(keyword(p) for p in kernel.init_params)]
     forward_names = [t.name for t in kernel.tensor_arguments] + [p.name for p in forward_params]
-    state = {t.name: f"self.{t.name}" for t in kernel.weights}
+    state = {t.name: f"self.{t.state_name}" for t in kernel.weights}
     call = ", ".join(
         [state.get(name, name) for name in inputs]
         + [p.name for p in forward_params]
@@ -142,11 +143,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         *emit_def("__init__", init_parameters, "    "),
         "        super().__init__()",
         *(f"        self.{p.name} = {p.name}" for p in init_params),
-        *(
-            f"        self.{t.name} = torch.nn.Parameter(torch.{t.init}"
-            f"({t.declared_shape}, dtype=torch.{t.type.dtype.torch_name}))"
-            for t in kernel.weights
-        ),
+        *creation_lines(kernel, "        "),
         "",
         *emit_def("forward", ["self", *forward_names], "    "),
         f"        return reference({call})",

@@ -140,8 +140,9 @@ class DimDecl:
 class ParamDecl:
     name: str
     type: TensorTypeExpr
-    # A number, a dim name or a list of those; None when the spec gives no value.
-    default: Number | Name | ListExpr | None
+    # A number, a dim name, a product of those (a Binary) or a list of those; None when the
+    # spec gives no value.
+    default: Number | Name | Binary | ListExpr | None
     span: Span
 
 
@@ -160,8 +161,17 @@ class InputDecl:
 class WeightDecl:
     name: str
     type: TensorTypeExpr
-    init: str
-    init_span: Span
+    # `ones`, `randn` (a Name), `randn * 0.02` (a Binary) or a number
+    init: Name | Binary | Number
+    span: Span
+
+
+@attrs.frozen
+class ModuleDecl:
+    """`weight fc: linear(K, N, bias=true)`: a torch module whose parameters are weights."""
+
+    name: str
+    module: Call
     span: Span
 
 
@@ -186,7 +196,7 @@ class Assign:
     span: Span
 
 
-Item = DimDecl | ParamDecl | InputDecl | WeightDecl | OutputDecl | Let | Assign
+Item = DimDecl | ParamDecl | InputDecl | WeightDecl | ModuleDecl | OutputDecl | Let | Assign
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from ptodsl import ir, ops
+from ptodsl import ir, modules, ops
 from ptodsl import syntax as s
 from ptodsl.diagnostics import Span, SpecError
 
@@ -56,7 +56,14 @@ DOMAINS = {
 # `param dim: int = 1`: a construction argument the kernel is fixed for, never a kernel input.
 FIXED_PARAM_TYPE = "int"
 FIXED_FLAG_TYPE = "bool"  # `param return_indices: bool = false`: a fixed flag
-WEIGHT_INITS = ("ones", "zeros")
+# `= ones`, `= zeros` (or any number) fill; `= randn`, `= rand` (times a number) draw.
+WEIGHT_FILLS = {"ones": 1.0, "zeros": 0.0}
+WEIGHT_DRAWS = ("randn", "rand")
+WEIGHT_INIT_NOTE = (
+    "a weight starts as `ones`, `zeros`, a number (`= 2.0`) or a draw from torch's RNG "
+    "(`= randn`, `= rand`, `= randn * 0.02`); a torch module's parameters are one "
+    "declaration: `weight fc: linear(K, N)`"
+)
 # Integers reach the kernel's f32 arithmetic exactly up to 2^24.
 MAX_EXACT_INTEGER = 1 << 24
 # PyPTO's tensors have at most 4 axes; a declared tensor may have more (3-D pooling's
@@ -69,7 +76,7 @@ MAX_DECLARED_RANK = 8
 GENERATED_NAMES = frozenset(
     "pypto torch os math functools importlib self super kernel ModelNew".split()
 )
-GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel")
+GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel", "_operand")
 # PyPTO's shape size (elements of one tensor) must not exceed INT32_MAX.
 MAX_ELEMENTS = 2**31 - 1
 # Generated Python spells one level of a spec expression with up to three parentheses, and
@@ -158,6 +165,7 @@ class _TypeChecker:
         self.inputs: dict[str, ir.Input] = {}
         self.outputs: dict[str, ir.Output] = {}
         self.lets: dict[str, ir.Type] = {}
+        self.modules: dict[str, ir.Module] = {}
         self.declared: dict[str, Span] = {}
         self.body: list[ir.Stmt] = []
         self.stored: dict[str, Span] = {}
@@ -194,6 +202,7 @@ class _TypeChecker:
             inputs=tuple(self.inputs.values()),
             outputs=tuple(self.outputs.values()),
             body=tuple(self.body),
+            modules=tuple(self.modules.values()),
         )
 
     def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
@@ -253,7 +262,13 @@ class _TypeChecker:
         return tuple(self.fixed_int(value) for value in item.default.items)
 
     def fixed_int(self, node: s.Expr) -> int:
+        """An integer, a dim, a product of those (`G * CG`), or an `int` param."""
+        if isinstance(node, s.Binary) and node.op == "mul":
+            return self.fixed_int(node.lhs) * self.fixed_int(node.rhs)
         if isinstance(node, s.Name):
+            param = self.params.get(node.id)
+            if param is not None and param.fixed and isinstance(param.default, int):
+                return param.default
             if node.id not in self.dims:
                 raise SpecError(f"unknown dim `{node.id}`", node.span, note=self.dims_note(node.id))
             return self.dims[node.id].size
@@ -325,22 +340,142 @@ class _TypeChecker:
 
     def item_WeightDecl(self, item: s.WeightDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
-        if item.type.dims is None:
-            raise SpecError(f"weight `{item.name}` needs a shape", item.type.span)
-        if item.init not in WEIGHT_INITS:
-            raise SpecError(
-                f"unknown initial value `{item.init}`",
-                item.init_span,
-                note="a weight starts as " + " or ".join(f"`{i}`" for i in WEIGHT_INITS),
-            )
-        weight = self.declared_tensor(ir.Input, item, init=item.init)
+        init = self.weight_init(item.init)
+        if item.type.dims is None:  # `weight s: f32 = 2.0`: a 0-d parameter
+            item = attrs.evolve(item, type=attrs.evolve(item.type, dims=()))
+        weight = self.declared_tensor(ir.Input, item, init=init)
+        self.check_weight_dtype(weight, item.type.dtype_span)
+        self.inputs[item.name] = weight
+
+    def check_weight_dtype(self, weight: ir.Input, span: Span) -> None:
         if not weight.type.dtype.is_float:
             raise SpecError(
-                f"weight `{item.name}` is {weight.type.dtype.value}: weights are learned, so float",
-                item.type.dtype_span,
+                f"weight `{weight.name}` is {weight.type.dtype.value}: weights are learned, "
+                "so float",
+                span,
                 note="declare it f32 (or f16, bf16)",
             )
-        self.inputs[item.name] = weight
+
+    def weight_init(self, node: s.Name | s.Binary | s.Number) -> ir.WeightInit:
+        if isinstance(node, s.Number):
+            return ir.Filled(node.value)
+        name = node.lhs if isinstance(node, s.Binary) else node
+        assert isinstance(name, s.Name)
+        if isinstance(node, s.Name) and name.id in WEIGHT_FILLS:
+            return ir.Filled(WEIGHT_FILLS[name.id])
+        if isinstance(node, s.Binary) and name.id in WEIGHT_FILLS:
+            value = WEIGHT_FILLS[name.id] * node.rhs.value
+            raise SpecError(
+                f"`{name.id}` is not scaled: only a draw is",
+                node.span,
+                note=f"write the value: `= {ir.format_number(value)}`",
+            )
+        if name.id not in WEIGHT_DRAWS:
+            known = [*WEIGHT_FILLS, *WEIGHT_DRAWS]
+            raise SpecError(
+                f"unknown initial value `{name.id}`",
+                name.span,
+                note=did_you_mean(name.id, known) + WEIGHT_INIT_NOTE,
+            )
+        scale = node.rhs.value if isinstance(node, s.Binary) else 1.0
+        return ir.Drawn(name.id, scale)
+
+    def item_ModuleDecl(self, item: s.ModuleDecl) -> None:  # noqa: N802
+        call = item.module
+        definition = modules.MODULES.get(call.func)
+        if definition is None:
+            known = list(modules.MODULES)
+            raise SpecError(
+                f"unknown module `{call.func}`",
+                call.func_span,
+                note=did_you_mean(call.func, known) + "known: " + ", ".join(known),
+            )
+        self.declare(item.name, item.span)
+        given = self.module_arguments(definition, call)
+        arguments = {
+            argument.name: self.module_argument(argument, given.get(argument.name))
+            for argument in definition.arguments
+        }
+        module = ir.Module(item.name, definition.name, tuple(arguments.items()), item.span)
+        self.modules[item.name] = module
+        for parameter in definition.present_parameters(arguments):
+            name = f"{item.name}_{parameter.attribute}"
+            if name in self.declared:
+                first = self.declared[name]
+                raise SpecError(
+                    f"`{item.name}.{parameter.attribute}` is held as `{name}`, which is "
+                    "already defined",
+                    item.span,
+                    note=f"`{name}` is defined at line {first.line}, column {first.column}: "
+                    "rename one of them",
+                )
+            self.declared[name] = item.span
+            shape = tuple(arguments[axis] for axis in parameter.shape)
+            dims = tuple(
+                self.size_factor(given.get(axis), arguments[axis]) for axis in parameter.shape
+            )
+            _check_elements(shape, call.span)
+            weight = ir.Input(
+                name,
+                ir.TensorType(shape, ir.DType.F32),
+                item.span,
+                dims,
+                declared=shape,
+                init=ir.ModuleParameter(item.name, parameter.attribute),
+            )
+            self.inputs[name] = weight
+
+    def module_arguments(self, definition: modules.ModuleDef, call: s.Call) -> dict[str, s.Expr]:
+        """Positional and keyword arguments bound to the module's argument names."""
+        names = [a.name for a in definition.arguments]
+        if len(call.args) > len(names):
+            raise SpecError(
+                f"`{call.func}` takes at most {len(names)} arguments, not {len(call.args)}",
+                call.args[len(names)].span,
+                note=f"`{call.func}({', '.join(names)})`",
+            )
+        given: dict[str, s.Expr] = dict(zip(names, call.args, strict=False))
+        for keyword_argument in call.keywords:
+            if keyword_argument.name not in names:
+                raise SpecError(
+                    f"`{call.func}` takes no argument `{keyword_argument.name}`",
+                    keyword_argument.span,
+                    note=did_you_mean(keyword_argument.name, names)
+                    + f"`{call.func}({', '.join(names)})`",
+                )
+            if keyword_argument.name in given:
+                raise SpecError(
+                    f"argument `{keyword_argument.name}` is given twice", keyword_argument.span
+                )
+            given[keyword_argument.name] = keyword_argument.value
+        for argument in definition.arguments:
+            if argument.default is None and argument.name not in given:
+                raise SpecError(
+                    f"`{call.func}` needs `{argument.name}`",
+                    call.span,
+                    note=f"`{call.func}({', '.join(names)})`",
+                )
+        return given
+
+    def module_argument(self, argument: modules.Argument, node: s.Expr | None) -> ir.ParamValue:
+        if node is None:
+            assert argument.default is not None
+            return argument.default
+        kind = modules.ArgumentKind
+        if argument.kind is kind.SIZE:
+            return self.fixed_int(node)
+        if argument.kind is kind.FLAG and isinstance(node, s.Bool):
+            return node.value
+        if argument.kind is kind.NUMBER and isinstance(node, s.Number):
+            return node.value
+        raise SpecError(f"`{argument.name}` is {argument.kind.value}", node.span)
+
+    def size_factor(self, node: s.Expr | None, size: ir.ParamValue) -> ir.DimFactor:
+        """How a module parameter's axis is spelled: a dim's name when the argument is one."""
+        if isinstance(node, s.Name) and node.id in self.dims:
+            return node.id
+        assert isinstance(size, int)
+        return size
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -699,11 +834,61 @@ class _TypeChecker:
         return joined
 
     def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
+        if isinstance(node.value, s.Name) and node.value.id in self.modules:
+            return self.expr_Name(s.Name(self.module_parameter(node), node.span))
         raise SpecError(
             f"`.{node.attr}` only goes on a matmul operand",
             node.span,
             note="write `a @ b.T` (PyPTO transposes inside its matmul, not on its own)",
         )
+
+    def module_parameter(self, node: s.Attribute) -> str:
+        """`fc.weight`: the name the module's parameter is held under."""
+        assert isinstance(node.value, s.Name)
+        module = self.modules[node.value.id]
+        present = [
+            name.removeprefix(module.name + "_")
+            for name, weight in self.inputs.items()
+            if isinstance(weight.init, ir.ModuleParameter) and weight.init.module == module.name
+        ]
+        definition = modules.MODULES[module.kind]
+        absent = next((p for p in definition.parameters if p.attribute == node.attr), None)
+        if node.attr not in present and absent is not None:
+            off = dict(module.arguments)
+            flags = ", ".join(f"{f}=false" for f in dict.fromkeys(absent.present_if) if not off[f])
+            raise SpecError(
+                f"{module.kind} `{module.name}` has no `{node.attr}`: it is built with {flags}",
+                node.span,
+                note=f"drop the `{node.attr}` or build `{module.name}` with it",
+            )
+        if node.attr not in present:
+            raise SpecError(
+                f"{module.kind} `{module.name}` has no parameter `{node.attr}`",
+                node.span,
+                note=did_you_mean(node.attr, present)
+                + "its parameters: "
+                + (", ".join(f"`{module.name}.{p}`" for p in present) or "none"),
+            )
+        return f"{module.name}_{node.attr}"
+
+    def module_call(self, node: s.Call) -> ir.Expr:
+        """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`)."""
+        module = self.modules[node.func]
+        definition = modules.MODULES[module.kind]
+        if definition.apply is None:
+            raise SpecError(
+                f"{module.kind} `{module.name}` is not called: write out what it computes",
+                node.span,
+                note=f"its parameters are `{module.name}.weight` and `{module.name}.bias`",
+            )
+        if node.keywords or len(node.args) != 1:
+            raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
+        parameters = {
+            weight.init.attribute: s.Name(name, node.func_span)
+            for name, weight in self.inputs.items()
+            if isinstance(weight.init, ir.ModuleParameter) and weight.init.module == module.name
+        }
+        return self.expr(definition.apply(node.args[0], parameters, node.span))
 
     def matmul_operand(self, node: s.Expr) -> tuple[ir.Expr, bool]:
         """An input, optionally transposed with `.T`: PyPTO's matmul reads operands in their
@@ -717,7 +902,8 @@ class _TypeChecker:
             raise SpecError(
                 "a matmul operand is an input, optionally transposed (`x.T`)",
                 node.span,
-                note="bind other values to outputs of a kernel of their own",
+                note="the cube multiplies declared tensors: inputs and weights, such as "
+                "`fc.weight` (a module's parameter), with `.T` where one is transposed",
             )
         if operand.type.rank not in (2, 3, 4):
             raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
@@ -782,6 +968,8 @@ class _TypeChecker:
 
     def expr_Call(self, node: s.Call) -> ir.Expr:  # noqa: N802
         name = node.func
+        if name in self.modules:
+            return self.module_call(node)
         if name in REDUCTIONS or (name in EXTREMA and self.is_reduction(node)):
             return self.reduction(node)
         if name in AXIS_FUNCTIONS:

@@ -45,8 +45,26 @@ CASES = {
     "float_param_with_length": HEADER + "param eps: f32[2] = 1.0\n",
     "float_param_list_value": HEADER + "param eps: f32 = [1]\n",
     "tensor_input_with_value": HEADER + "input x: f32[M] = 1.0\n",
-    "weight_without_shape": HEADER + "weight w: f32 = ones\n",
+    "weight_of_integers": HEADER + "weight w: i32[M] = ones\n",
     "weight_unknown_init": HEADER + "weight w: f32[M] = twos\n",
+    "weight_misspelled_draw": HEADER + "weight w: f32[M] = randm\n",
+    "weight_scaled_fill": HEADER + "weight w: f32[M] = ones * 0.5\n",
+    "module_unknown": HEADER + "weight fc: lineer(M, N)\n",
+    "module_unknown_argument": HEADER + "weight fc: linear(M, N, bais=false)\n",
+    "module_missing_argument": HEADER + "weight fc: linear(M)\n",
+    "module_too_many_arguments": HEADER + "weight fc: linear(M, N, true, 1.0)\n",
+    "module_argument_given_twice": HEADER + "weight fc: linear(M, N, in_features=M)\n",
+    "module_flag_not_bool": HEADER + "weight fc: linear(M, N, bias=1.0)\n",
+    "module_size_unknown_dim": HEADER + "weight fc: linear(M, K)\n",
+    "module_parameter_taken": HEADER + "input fc_bias: f32[N]\nweight fc: linear(M, N)\n",
+    "module_unknown_parameter": HEADER + "input x: f32[M, N]\nweight fc: linear(M, N)\n"
+    "output y: f32[N]\ny = fc.bais\n",
+    "module_missing_bias": HEADER + "input x: f32[M, N]\nweight fc: linear(M, N, bias=false)\n"
+    "output y: f32[N]\ny = fc.bias\n",
+    "module_not_callable": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N)\n"
+    "output y: f32[M, N]\ny = gn(x)\n",
+    "module_call_two_operands": HEADER + "input x: f32[M, M]\nweight fc: linear(M, N)\n"
+    "output y: f32[M, N]\ny = fc(x, x)\n",
     # statements
     "assign_to_undeclared": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nz = x\n",
     "assign_to_input": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\nx = x\n",

@@ -1,0 +1,209 @@
+"""Weights that start as the replaced torch module starts them. A KernelBench harness seeds
+the RNG, builds `Model` and `ModelNew` one after the other and never copies weights between
+them: ModelNew must draw the same parameters, in the same order, and then compute the
+same outputs. These tests do exactly that with the emitted answers of the fused examples
+(a linear layer followed by activations, norms, reductions, residuals, softmax)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import ROOT
+
+import ptodsl
+from ptodsl.checking import problem_case, run_check
+from ptodsl.codegen import emit_kernelbench
+from ptodsl.files import import_file
+from ptodsl.problems import ProblemError
+
+SPECS = ROOT / "examples" / "fused"
+PROBLEMS = ROOT / "tests" / "problems" / "fused"
+FUSED = sorted(p.stem for p in SPECS.glob("*.pto"))
+SEED = 42
+
+
+def problem_path(name: str):
+    return PROBLEMS / f"{name}.py"
+
+
+def compile_spec(name: str, text: str | None = None) -> ptodsl.Compiled:
+    spec = SPECS / f"{name}.pto"
+    return ptodsl.compile(text or spec.read_text(encoding="utf-8"), name=spec.name)
+
+
+def harness(name: str):
+    """As a harness does it: exec the answer's text, then seed before each model."""
+    compiled = compile_spec(name)
+    namespace: dict = {}
+    exec(emit_kernelbench(compiled.kernel, f"{name}.pto"), namespace)  # noqa: S102
+    problem = import_file(problem_path(name), f"fused_{name}")
+    torch.manual_seed(SEED)
+    init_inputs = problem.get_init_inputs()
+    torch.manual_seed(SEED)
+    model = problem.Model(*init_inputs)
+    torch.manual_seed(SEED)
+    model_new = namespace["ModelNew"](*init_inputs)
+    return problem, model, model_new
+
+
+def test_every_fused_problem_has_a_spec():
+    assert len(FUSED) >= 12
+    assert sorted(p.stem for p in PROBLEMS.glob("*.py")) == FUSED
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_model_new_draws_the_models_parameters(name):
+    _, model, model_new = harness(name)
+    expected = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    assert [(n, tuple(p.shape)) for n, p in model_new.named_parameters()] == expected
+    for (n, p), q in zip(model.named_parameters(), model_new.parameters(), strict=True):
+        assert torch.equal(p, q), f"{name}: {n} starts at other values"
+    # a drop-in: the Model's state dict loads as it is (buffers included)
+    assert model_new.state_dict().keys() == model.state_dict().keys()
+    model_new.load_state_dict(model.state_dict())
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_model_new_computes_the_models_outputs_without_copying_weights(name):
+    """The forward runs in pypto's SIM, its outputs computed by ptodsl's interpreter."""
+    problem, model, model_new = harness(name)
+    torch.manual_seed(SEED)
+    inputs = problem.get_inputs()
+    with torch.no_grad():
+        expected = model(*inputs)
+        got = model_new(*inputs)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
+    assert not torch.equal(got, torch.zeros_like(got))
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_check_against_the_problem_passes(name):
+    """`ptodsl check --against`: the drop-in draws, then the kernel in SIM with pypto's pass
+    verification against the Model's float64 output, both on seeded random weights."""
+    report = run_check(compile_spec(name), against=problem_path(name))
+    assert report.ok, report.to_json()
+    assert report.sim_time_us > 0
+
+
+def test_a_harness_would_catch_a_model_new_drawing_in_another_order():
+    """The control for the tests above: the same specs with two draws swapped differ."""
+    name = "12_gemm_params_around_module"
+    text = (SPECS / f"{name}.pto").read_text(encoding="utf-8")
+    swapped = text.replace("weight shift: f32[N] = randn\n", "").replace(
+        "weight gain: f32[N] = rand\n", "weight gain: f32[N] = rand\nweight shift: f32[N] = randn\n"
+    )
+    assert swapped != text
+    compiled = compile_spec(name, swapped)
+    namespace: dict = {}
+    exec(emit_kernelbench(compiled.kernel, f"{name}.pto"), namespace)  # noqa: S102
+    problem = import_file(problem_path(name), "fused_swapped")
+    torch.manual_seed(SEED)
+    model = problem.Model(*problem.get_init_inputs())
+    torch.manual_seed(SEED)
+    model_new = namespace["ModelNew"](*problem.get_init_inputs())
+    assert not torch.equal(model.shift, model_new.shift)
+
+
+WRONG_WEIGHTS = {
+    "declared out of __init__'s order": (
+        "12_gemm_params_around_module",
+        ("weight shift: f32[N] = randn\nweight fc: linear(in_features, out_features)\n"),
+        "weight fc: linear(in_features, out_features)\nweight shift: f32[N] = randn\n",
+        "`shift`: built under the same seed, ModelNew starts it as randn and the Model",
+    ),
+    "another distribution": (
+        "12_gemm_params_around_module",
+        "weight gain: f32[N] = rand\n",
+        "weight gain: f32[N] = randn\n",
+        "`gain`: built under the same seed",
+    ),
+    "ones for a draw": (
+        "1_gemm_relu_scale",
+        "weight scale: f32[N] = randn\n",
+        "weight scale: f32[N] = ones\n",
+        "ModelNew starts it as ones",
+    ),
+    "another scale": (
+        "10_gemm_noisy_bias_swish",
+        "= randn * 0.02\n",
+        "= randn * 0.05\n",
+        "starts it as randn * 0.05",
+    ),
+    "another constant": ("8_gemm_scalar_hardtanh", "= 2.0\n", "= 3.0\n", "starts it at 3.0"),
+    "a linear layer without its bias": (
+        "3_gemm_sigmoid_sum",
+        "linear(in_features, out_features)",
+        "linear(in_features, out_features, bias=false)",
+        "its Model has 2 parameters, the spec declares 1 weights",
+    ),
+    "a missing own parameter": (
+        "1_gemm_relu_scale",
+        "weight scale: f32[N] = randn\noutput y: f32[B, N]\ny = relu(fc(x)) * scale",
+        "output y: f32[B, N]\ny = relu(fc(x))",
+        "the problem's Model has `scale` [256], `fc.weight` [256, 512], `fc.bias` [256]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_WEIGHTS, ids=list(WRONG_WEIGHTS))
+def test_check_against_rejects_weights_a_harness_would_see_differ(case):
+    name, old, new, message = WRONG_WEIGHTS[case]
+    text = (SPECS / f"{name}.pto").read_text(encoding="utf-8")
+    assert old in text
+    compiled = compile_spec(name, text.replace(old, new))
+    with pytest.raises(ProblemError) as raised:
+        problem_case(compiled, problem_path(name), SEED)
+    assert message in str(raised.value)
+
+
+def test_a_param_may_be_a_product_of_dims():
+    text = """kernel grouped
+dims G = 4, CG = 8, B = 2
+param out_features: int = G * CG
+input x: f32[B, G * CG]
+output y: f32[B, G * CG]
+y = x * out_features
+"""
+    kernel = ptodsl.compile(text, name="grouped.pto").lowered.checked
+    assert kernel.params[0].default == 32
+
+
+def test_a_tensor_read_by_a_matmul_and_elementwise_is_passed_twice():
+    """A residual reads `x` as the matmul's operand (its declared layout) and in the frame
+    of the elementwise ops: the kernel takes a twin, and forward passes the same tensor."""
+    text = """kernel twins
+dims B = 8, F = 32
+param features: int = F
+input x: f32[B, F]
+weight fc: linear(features, features)
+output y: f32[B, F]
+y = fc(x) * x + x
+"""
+    compiled = ptodsl.compile(text, name="twins.pto")
+    names = [t.name for t in compiled.kernel.inputs]
+    assert names == ["x", "x_operand", "fc_weight", "fc_bias"]
+    assert "x_operand_kernel = x.contiguous()" in compiled.source
+    assert "pypto.matmul(x_operand, fc_weight" in compiled.source
+    assert [t.name for t in compiled.kernel.tensor_arguments] == ["x"]
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
+
+
+def test_a_weight_read_by_a_matmul_and_elementwise_is_passed_twice():
+    """`sum(fc.weight, axis=1)` puts the weight's input axis into the kernel's frame: the
+    product, which lacks it, is reshaped into the frame (it was a 2-D tensor among 3-D
+    tiles, which pypto refused: "A_MUL_B tile shape not set")."""
+    text = """kernel weight_twin
+dims B = 8, F = 32
+param features: int = F
+input x: f32[B, F]
+weight fc: linear(features, features)
+output y: f32[B, F]
+y = fc(x) + x + sum(fc.weight, axis=1)
+"""
+    compiled = ptodsl.compile(text, name="weight_twin.pto")
+    assert "fc_weight_operand_kernel = self.fc.weight.detach()" in compiled.source
+    assert "_m0 = pypto.reshape(" in compiled.source
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
