@@ -230,7 +230,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         return tuple(factors.get(axis, ()) for axis in order) or ((),)
 
     inputs = tuple(
-        attrs.evolve(t, kernel_dims=tuple((d,) for d in t.dims))
+        attrs.evolve(t, kernel_dims=t.declared_dims)  # the cube reads the declared layout
         if t.name in aligner.opaque
         else attrs.evolve(t, kernel_dims=kernel_dims(t, aligner.named[t.name]))
         for t in kernel.inputs

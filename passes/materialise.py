@@ -479,7 +479,11 @@ def _window_steps(
         split_type = ir.TensorType(step.split, dtype)
         code += [
             ir.SetVecTiles(step.split_tile, f"window axis {step.axis}: taps"),
-            ir.Assign(f"{name}_split{number}", ir.Op("reshape", (padded,), split_type, span), span),
+            ir.Assign(
+                f"{name}_split{number}",
+                ir.Op("reshape", (padded,), split_type, span, ir.Reshape(step.split)),
+                span,
+            ),
         ]
         split = ir.Ref(f"{name}_split{number}", split_type, span)
         tap_type = ir.TensorType((outer, step.extent, 1, inner), dtype)
@@ -501,7 +505,8 @@ def _window_steps(
             ir.SetVecTiles(step.result_tile, f"window axis {step.axis}: result"),
         ]
         taps_ref = ir.Ref(f"{name}_taps{number}", combined.type, span)
-        value = ir.Op("reshape", (taps_ref,), along(step.extent), span)
+        unsplit = along(step.extent)
+        value = ir.Op("reshape", (taps_ref,), unsplit, span, ir.Reshape(unsplit.shape))
         if step.transposed:
             code.append(ir.Assign(f"{name}_unswap{number}", value, span))
             unswap = ir.Ref(f"{name}_unswap{number}", value.type, span)

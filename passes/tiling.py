@@ -260,7 +260,7 @@ def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ..
     k streamed 64 / 256 beat 128 x 128 blocks by 40%; small products want narrower n blocks
     for more parallel blocks). Extents are multiples of 16, cut down for small matrices."""
     a, _ = matmul.operands
-    m, n = matmul.type.shape[-2:]
+    m, n = ir.product_shape(matmul)[-2:]
     k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
     itemsize = a.type.dtype.itemsize
 
@@ -268,7 +268,7 @@ def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ..
         return min(preferred, ceil_div(size, target.cube_align) * target.cube_align)
 
     m_tile = _cube_extent(m, 128)
-    n_tile = _cube_extent(n, 256 if math.prod(matmul.type.shape) >= 1 << 20 else 64)
+    n_tile = _cube_extent(n, 256 if math.prod(ir.product_shape(matmul)) >= 1 << 20 else 64)
     k_l0 = _cube_extent(k, 64)
     k_l1 = k_l0  # the longest k stream (a multiple of k L0) whose A and B tiles fit L1
     for size in (512, 256, 128):

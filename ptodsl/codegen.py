@@ -171,12 +171,7 @@ def _matmul(matmul: ir.Op) -> tuple[str, tuple[int, ...] | None]:
     assert isinstance(a, ir.Ref) and isinstance(b, ir.Ref), "a matmul's operands are named"
     flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
     product = f"pypto.matmul({a.name}, {b.name}, pypto.{matmul.type.dtype.pypto_name}, {flags})"
-    a_shape, b_shape = a.type.shape, b.type.shape
-    if matmul.attrs.a_trans:
-        a_shape = (*a_shape[:-2], a_shape[-1], a_shape[-2])
-    if matmul.attrs.b_trans:
-        b_shape = (*b_shape[:-2], b_shape[-1], b_shape[-2])
-    if (*a_shape[:-1], b_shape[-1]) == matmul.type.shape:
+    if ir.product_shape(matmul) == matmul.type.shape:
         return product, None
     return product, matmul.type.shape
 

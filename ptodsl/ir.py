@@ -195,6 +195,13 @@ class Slice:
 
 
 @attrs.frozen
+class Reshape:
+    """The same elements, in row-major order, seen as `shape`."""
+
+    shape: tuple[int, ...]
+
+
+@attrs.frozen
 class Transposes:
     """Whether matmul reads each operand transposed (stored as [K, M] or [N, K])."""
 
@@ -406,6 +413,23 @@ class Tensor:
     dims: tuple[DimFactor, ...]
     kernel_dims: tuple[tuple[DimFactor, ...], ...] | None = None
     declared: tuple[int, ...] | None = attrs.field(default=None, kw_only=True)
+    # how many logical axes each declared axis splits into (`G * CG`: 2); None: one each
+    splits: tuple[int, ...] | None = attrs.field(default=None, kw_only=True)
+
+    @property
+    def declared_dims(self) -> tuple[tuple[DimFactor, ...], ...]:
+        """The logical axes' factors grouped by declared axis."""
+        counts = self.splits or (1,) * len(self.dims)
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        return tuple(self.dims[a : a + n] for a, n in zip(starts, counts, strict=True))
+
+    @property
+    def declared_groups(self) -> tuple[tuple[int, ...], ...]:
+        """The logical axes' sizes grouped by declared axis."""
+        counts = self.splits or (1,) * len(self.dims)
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        shape = self.type.shape
+        return tuple(shape[a : a + n] for a, n in zip(starts, counts, strict=True))
 
     @property
     def declared_shape(self) -> tuple[int, ...]:
@@ -633,6 +657,33 @@ def format_number(value: float) -> str:
         raise ValueError(f"non-finite constant {value}")
     text = repr(float(value))
     return text
+
+
+def product_shape(matmul: Op) -> tuple[int, ...]:
+    """The shape the cube computes, from the operands' layouts and transpose flags (the
+    matmul's own type may split its axes or add axes of size 1 for the kernel's frame)."""
+    a, b = (operand.type.shape for operand in matmul.operands)
+    if matmul.attrs.a_trans:
+        a = (*a[:-2], a[-1], a[-2])
+    if matmul.attrs.b_trans:
+        b = (*b[:-2], b[-1], b[-2])
+    return (*a[:-1], b[-1])
+
+
+def splits_into(natural: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether `shape` is `natural` with axes split into runs of consecutive axes (and axes
+    of size 1 anywhere): the same elements in the same row-major order."""
+    position = 0
+    for size in natural:
+        product = 1
+        while position < len(shape) and (product < size or shape[position] == 1):
+            product *= shape[position]
+            position += 1
+            if product == size and (position == len(shape) or shape[position] != 1):
+                break
+        if product != size:
+            return False
+    return all(size == 1 for size in shape[position:])
 
 
 def format_value(value: ParamValue) -> str:

@@ -937,7 +937,15 @@ _OPS = [
         pypto="pypto.full({shape}, {value}, pypto.{dtype})",
         attributes=ir.Fill,
     ),
-    OpDef("reshape", Kind.LAYOUT, 1, pypto="pypto.reshape({0}, {shape})"),
+    OpDef(
+        "reshape",
+        Kind.LAYOUT,
+        1,
+        torch="{0}.reshape({shape})",
+        pypto="pypto.reshape({0}, {shape})",
+        attributes=ir.Reshape,
+        bound=_exact_bound(lambda t, a, attributes: a.value.reshape(attributes.shape), True),
+    ),
     OpDef(
         "swap", Kind.LAYOUT, 1, pypto="pypto.transpose({0}, {first}, {second})", attributes=ir.Swap
     ),

@@ -15,6 +15,7 @@ from ptodsl.passes.chain_reductions import chain_reductions
 from ptodsl.passes.cse import cse
 from ptodsl.passes.expand_broadcasts import expand_broadcasts
 from ptodsl.passes.fold_constants import fold_constants
+from ptodsl.passes.fold_reshapes import fold_reshapes
 from ptodsl.passes.hoist_scalars import hoist_scalars
 from ptodsl.passes.isolate_reductions import isolate_reductions
 from ptodsl.passes.launches import split_launches
@@ -34,6 +35,7 @@ Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 
 # In order. Each name is also an `--emit` stage showing the IR after that pass.
 PASSES: tuple[tuple[str, Pass], ...] = (
+    ("fold_reshapes", fold_reshapes),
     ("twin_operands", twin_operands),
     ("launches", split_launches),
     ("fold_constants", fold_constants),

@@ -166,6 +166,7 @@ class _TypeChecker:
         self.outputs: dict[str, ir.Output] = {}
         self.lets: dict[str, ir.Type] = {}
         self.modules: dict[str, ir.Module] = {}
+        self.split_params: dict[str, s.Binary] = {}
         self.declared: dict[str, Span] = {}
         self.body: list[ir.Stmt] = []
         self.stored: dict[str, Span] = {}
@@ -220,6 +221,8 @@ class _TypeChecker:
         if item.type.dtype == FIXED_PARAM_TYPE:
             value = self.fixed_value(item)
             self.params[item.name] = ir.Param(item.name, value, item.span, fixed=True)
+            if isinstance(item.default, s.Binary):  # `G * CG`: a size that splits (modules)
+                self.split_params[item.name] = item.default
             return
         if item.type.dtype == FIXED_FLAG_TYPE and item.type.dims is None:
             if not isinstance(item.default, s.Bool):
@@ -410,17 +413,19 @@ class _TypeChecker:
                     "rename one of them",
                 )
             self.declared[name] = item.span
-            shape = tuple(arguments[axis] for axis in parameter.shape)
-            dims = tuple(
-                self.size_factor(given.get(axis), arguments[axis]) for axis in parameter.shape
-            )
-            _check_elements(shape, call.span)
+            declared = tuple(arguments[axis] for axis in parameter.shape)
+            grouped = [
+                self.size_factors(given.get(axis), arguments[axis]) for axis in parameter.shape
+            ]
+            dims = tuple(factor for factors in grouped for factor in factors)
+            _check_elements(declared, call.span)
             weight = ir.Input(
                 name,
-                ir.TensorType(shape, ir.DType.F32),
+                ir.TensorType(tuple(map(self.factor_size, dims)), ir.DType.F32),
                 item.span,
                 dims,
-                declared=shape,
+                declared=declared,
+                splits=tuple(map(len, grouped)),
                 init=ir.ModuleParameter(item.name, parameter.attribute),
             )
             self.inputs[name] = weight
@@ -470,12 +475,20 @@ class _TypeChecker:
             return node.value
         raise SpecError(f"`{argument.name}` is {argument.kind.value}", node.span)
 
-    def size_factor(self, node: s.Expr | None, size: ir.ParamValue) -> ir.DimFactor:
-        """How a module parameter's axis is spelled: a dim's name when the argument is one."""
+    def size_factors(self, node: s.Expr | None, size: ir.ParamValue) -> tuple[ir.DimFactor, ...]:
+        """How a module parameter's axis is spelled: dims' names where the argument names
+        them, and a product (`G * CG`, or an `int` param declared as one) splits the axis
+        into its factors, as in a shape."""
+        if isinstance(node, s.Binary) and node.op == "mul":
+            return (*self.size_factors(node.lhs, None), *self.size_factors(node.rhs, None))
         if isinstance(node, s.Name) and node.id in self.dims:
-            return node.id
-        assert isinstance(size, int)
-        return size
+            return (node.id,)
+        if isinstance(node, s.Name) and node.id in self.split_params:
+            return self.size_factors(self.split_params[node.id], None)
+        return (self.fixed_int(node) if size is None else size,)
+
+    def factor_size(self, factor: ir.DimFactor) -> int:
+        return self.dims[factor].size if isinstance(factor, str) else factor
 
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
@@ -500,12 +513,14 @@ class _TypeChecker:
         item: s.InputDecl | s.WeightDecl | s.OutputDecl,
         **fields: str | int | None,
     ) -> ir.Tensor:
+        assert item.type.dims is not None
         return kind(
             item.name,
             self.tensor_type(item.type),
             item.span,
             self.dim_factors(item.type),
             declared=self.declared_shape(item.type),
+            splits=tuple(len(entry) for entry in item.type.dims),
             **fields,
         )
 
@@ -890,6 +905,11 @@ class _TypeChecker:
         }
         return self.expr(definition.apply(node.args[0], parameters, node.span))
 
+    def split_groups(self, operand: ir.Expr) -> tuple[tuple[int, ...], ...]:
+        """A matmul operand's logical sizes per declared axis (one each when not split)."""
+        assert isinstance(operand, ir.Ref)
+        return self.inputs[operand.name].declared_groups
+
     def matmul_operand(self, node: s.Expr) -> tuple[ir.Expr, bool]:
         """An input, optionally transposed with `.T`: PyPTO's matmul reads operands in their
         own layout and transposes on the fly (a_trans / b_trans)."""
@@ -905,6 +925,13 @@ class _TypeChecker:
                 note="the cube multiplies declared tensors: inputs and weights, such as "
                 "`fc.weight` (a module's parameter), with `.T` where one is transposed",
             )
+        groups = self.split_groups(operand)
+        if any(len(group) != 1 for group in groups):
+            # the cube reads the declared layout; the product's split axes follow (below)
+            declared = ir.TensorType(tuple(map(math.prod, groups)), operand.type.dtype)
+            if declared.rank != 2:
+                raise SpecError("a split axis goes on a 2-D matmul operand only", node.span)
+            operand = ir.Op("reshape", (operand,), declared, node.span, ir.Reshape(declared.shape))
         if operand.type.rank not in (2, 3, 4):
             raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
         if not operand.type.dtype.is_float:
@@ -947,7 +974,23 @@ class _TypeChecker:
             )
         result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
         _check_elements(result.shape, node.span)
-        return ir.Op("matmul", (a, b), result, node.span, ir.Transposes(a_trans, b_trans))
+        product = ir.Op("matmul", (a, b), result, node.span, ir.Transposes(a_trans, b_trans))
+        if not any(isinstance(o, ir.Op) for o in (a, b)):
+            return product
+        # split axes of the operands split the product's rows or columns alike
+        a_groups = self.split_groups(a.operands[0] if isinstance(a, ir.Op) else a)
+        b_groups = self.split_groups(b.operands[0] if isinstance(b, ir.Op) else b)
+        rows = a_groups[1 if a_trans else 0] if len(a_groups) == 2 else (a_shape[-2],)
+        columns = b_groups[0 if b_trans else 1] if len(b_groups) == 2 else (b_shape[-1],)
+        contracted = (a_groups[0 if a_trans else 1], b_groups[1 if b_trans else 0])
+        if any(len(group) != 1 for group in contracted):
+            raise SpecError(
+                "matmul contracts a split axis",
+                node.span,
+                note="split the rows of the first operand or the columns of the second",
+            )
+        logical = ir.TensorType((*a_shape[:-2], *rows, *columns), a.type.dtype)
+        return ir.Op("reshape", (product,), logical, node.span, ir.Reshape(logical.shape))
 
     def expr_Unary(self, node: s.Unary) -> ir.Expr:  # noqa: N802
         operand = self.expr(node.operand)

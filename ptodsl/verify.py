@@ -311,7 +311,9 @@ class _Verifier:
             return
         a_shape = a.shape[:-2] + a.shape[-2:][:: -1 if node.attrs.a_trans else 1]
         b_shape = b.shape[:-2] + b.shape[-2:][:: -1 if node.attrs.b_trans else 1]
-        if a_shape[-1] != b_shape[-2] or node.type.shape[-2:] != (a_shape[-2], b_shape[-1]):
+        # the frame may split the product's axes or add axes of size 1 (fold_reshapes)
+        natural = ir.product_shape(node)
+        if a_shape[-1] != b_shape[-2] or not ir.splits_into(natural, node.type.shape):
             self.fail(f"{where}: `matmul` of {a} and {b} has shape {list(node.type.shape)}")
 
     def ranks(self) -> None:

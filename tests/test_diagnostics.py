@@ -63,6 +63,10 @@ CASES = {
     "output y: f32[N]\ny = fc.bias\n",
     "module_not_callable": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N)\n"
     "output y: f32[M, N]\ny = gn(x)\n",
+    "matmul_contracts_split_axis": HEADER + "input a: f32[M, 2 * N]\ninput b: f32[16, N]\n"
+    "output y: f32[M, N]\ny = a @ b\n",
+    "matmul_split_batched_operand": HEADER + "input a: f32[2, M, 2 * N]\ninput b: f32[16, N]\n"
+    "output y: f32[2, M, N]\ny = a @ b\n",
     "module_call_two_operands": HEADER + "input x: f32[M, M]\nweight fc: linear(M, N)\n"
     "output y: f32[M, N]\ny = fc(x, x)\n",
     # statements

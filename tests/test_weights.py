@@ -11,6 +11,7 @@ import torch
 from conftest import ROOT
 
 import ptodsl
+from ptodsl import ir
 from ptodsl.checking import problem_case, run_check
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.files import import_file
@@ -207,3 +208,36 @@ y = fc(x) + x + sum(fc.weight, axis=1)
     assert "_m0 = pypto.reshape(" in compiled.source
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+def test_check_rejects_group_statistics_over_the_wrong_axis():
+    """GroupNorm of a linear layer's output reduces each group's features (axis 2 of the
+    split product); the same spec reducing across groups (axis 1) must fail against the
+    problem, as must one whose product is not split at all (a LayerNorm)."""
+    name = "13_gemm_group_norm"
+    text = (SPECS / f"{name}.pto").read_text(encoding="utf-8")
+    across_groups = text.replace("axis=2", "axis=1")
+    assert across_groups != text
+    with pytest.raises(ProblemError, match="computes something else than the problem's Model"):
+        run_check(compile_spec(name, across_groups), against=problem_path(name))
+    unsplit = text.replace("param  out_features: int = G * CG", "param  out_features: int = 256")
+    unsplit = unsplit.replace("axis=2", "axis=[1, 2]")
+    with pytest.raises(ptodsl.SpecError):  # the product is [B, 256]: no axis 2
+        compile_spec(name, unsplit)
+
+
+@pytest.mark.parametrize(
+    ("natural", "shape", "expected"),
+    [
+        ((128, 256), (128, 8, 32), True),
+        ((128, 256), (128, 256, 1), True),
+        ((128, 256), (1, 128, 1, 256), True),
+        ((128, 256), (128, 32, 8), True),
+        ((128, 256), (64, 2, 256), True),
+        ((128, 256), (256, 128), False),
+        ((128, 256), (128, 8, 16), False),
+        ((128, 256), (16, 16, 128), False),
+    ],
+)
+def test_splits_into(natural, shape, expected):
+    assert ir.splits_into(natural, shape) is expected
