@@ -170,17 +170,18 @@ y = x * out_features
     assert kernel.params[0].default == 32
 
 
-def test_a_tensor_read_by_a_matmul_and_elementwise_is_passed_twice():
-    """A residual reads `x` as the matmul's operand (its declared layout) and in the frame
-    of the elementwise ops: the kernel takes a twin, and forward passes the same tensor."""
-    text = """kernel twins
-dims B = 8, F = 32
+SQUARE_LINEAR = """dims B = 8, F = 32
 param features: int = F
 input x: f32[B, F]
 weight fc: linear(features, features)
 output y: f32[B, F]
-y = fc(x) * x + x
 """
+
+
+def test_a_tensor_read_by_a_matmul_and_elementwise_is_passed_twice():
+    """A residual reads `x` as the matmul's operand (its declared layout) and in the frame
+    of the elementwise ops: the kernel takes a twin, and forward passes the same tensor."""
+    text = "kernel twins\n" + SQUARE_LINEAR + "y = fc(x) * x + x\n"
     compiled = ptodsl.compile(text, name="twins.pto")
     names = [t.name for t in compiled.kernel.inputs]
     assert names == ["x", "x_operand", "fc_weight", "fc_bias"]
@@ -195,14 +196,7 @@ def test_a_weight_read_by_a_matmul_and_elementwise_is_passed_twice():
     """`sum(fc.weight, axis=1)` puts the weight's input axis into the kernel's frame: the
     product, which lacks it, is reshaped into the frame (it was a 2-D tensor among 3-D
     tiles, which pypto refused: "A_MUL_B tile shape not set")."""
-    text = """kernel weight_twin
-dims B = 8, F = 32
-param features: int = F
-input x: f32[B, F]
-weight fc: linear(features, features)
-output y: f32[B, F]
-y = fc(x) + x + sum(fc.weight, axis=1)
-"""
+    text = "kernel weight_twin\n" + SQUARE_LINEAR + "y = fc(x) + x + sum(fc.weight, axis=1)\n"
     compiled = ptodsl.compile(text, name="weight_twin.pto")
     assert "fc_weight_operand_kernel = self.fc.weight.detach()" in compiled.source
     assert "_m0 = pypto.reshape(" in compiled.source
