@@ -15,8 +15,8 @@ from pathlib import Path
 from ptodsl import __version__
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import emit_kernelbench
-from ptodsl.diagnostics import Source, SpecError
-from ptodsl.files import write_atomically
+from ptodsl.diagnostics import EncodingError, Source, SpecError, visible
+from ptodsl.files import OutputRefused, write_output
 from ptodsl.ir import format_kernel
 from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
@@ -149,11 +149,9 @@ def _add_dim_option(command: argparse.ArgumentParser) -> None:
 
 def _read_spec(path: Path) -> Source:
     try:
-        return Source(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(
-            f"cannot read {path}: {getattr(error, 'strerror', None) or error}"
-        ) from None
+        return Source.decode(path.read_bytes(), str(path))
+    except OSError as error:
+        raise UserError(f"cannot read {visible(str(path))}: {error.strerror or error}") from None
 
 
 def _emit(
@@ -191,7 +189,9 @@ def _compile(args: argparse.Namespace) -> int:
     if args.output.resolve() == args.spec.resolve():
         raise UserError(f"refusing to overwrite the spec {args.spec} with the output")
     try:
-        write_atomically(args.output, text)
+        write_output(args.output, text)
+    except OutputRefused as refused:
+        raise UserError(f"refusing to write: {refused}") from None
     except OSError as error:
         raise UserError(f"cannot write {args.output}: {error.strerror or error}") from None
     return EXIT_OK
@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except SpecError as error:
         print(error.render(), file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except EncodingError as error:  # located already: file:line:col: error: ...
+        print(error, file=sys.stderr)
         return EXIT_SPEC_ERROR
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)

@@ -29,16 +29,46 @@ class Span:
         return cls(line, column, line, column + 1)
 
 
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def visible(text: str) -> str:
+    """Control characters as their Unicode pictures (ESC as ␛, NUL as ␀, a newline in a
+    file name as ␊), one column each so that carets stay aligned: a spec's bytes never
+    reach the terminal as commands."""
+    return "".join(
+        chr(0x2400 + ord(c)) if ord(c) < 0x20 else "\u2421" if c == "\x7f" else c for c in text
+    )
+
+
 @attrs.frozen
 class Source:
-    """A spec's text and the name diagnostics call it by."""
+    """A spec's text and the name diagnostics call it by. A leading byte-order mark is an
+    encoding marker, not text: it is dropped, so that columns are the ones editors show."""
 
-    text: str
+    text: str = attrs.field(converter=lambda text: text.removeprefix(BYTE_ORDER_MARK))
     filename: str = "<spec>"
+
+    @classmethod
+    def decode(cls, data: bytes, filename: str) -> Source:
+        """A spec file's bytes, which must be UTF-8: an invalid byte is a located error."""
+        try:
+            return cls(data.decode("utf-8"), filename)
+        except UnicodeDecodeError as error:
+            line = data.count(b"\n", 0, error.start) + 1
+            column = error.start - data.rfind(b"\n", 0, error.start)
+            raise EncodingError(
+                f"{visible(filename)}:{line}:{column}: error: invalid UTF-8 (byte "
+                f"0x{data[error.start]:02x}): a spec is UTF-8 text"
+            ) from None
 
     def line_text(self, line: int) -> str:
         lines = self.text.split("\n")  # as the parser counts lines: \r, \f, ... do not break
         return lines[line - 1].removesuffix("\r") if 0 < line <= len(lines) else ""
+
+
+class EncodingError(ValueError):
+    """A spec file that is not UTF-8 text; its message is located (file:line:col)."""
 
 
 class SpecError(Exception):
@@ -65,18 +95,18 @@ class SpecError(Exception):
 
     def render(self) -> str:
         span, source = self.span, self.source or Source("")
-        location = f"{source.filename}:{span.line}:{span.column}"
-        text = source.line_text(span.line).expandtabs(1)
+        location = f"{visible(source.filename)}:{span.line}:{span.column}"
+        text = visible(source.line_text(span.line).expandtabs(1))
         gutter = " " * len(str(span.line))
         last_column = span.end_column if span.end_line == span.line else len(text) + 1
         width = max(1, min(last_column, len(text) + 1) - span.column)
         lines = [
-            f"{location}: error: {self.message}",
+            f"{location}: error: {visible(self.message)}",
             f"{gutter}--> {location}",
             f"{gutter} |",
             f"{span.line} | {text}",
             f"{gutter} | {' ' * (span.column - 1)}{'^' * width}",
         ]
         if self.note:
-            lines.append(f"{gutter} = note: {self.note}")
+            lines.append(f"{gutter} = note: {visible(self.note)}")
         return "\n".join(lines)

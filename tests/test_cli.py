@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,76 @@ def test_compile_writes_output_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["elu.py"], "no temporary files left"
 
 
+def test_output_goes_through_a_symlink_and_keeps_the_files_mode(tmp_path):
+    target = tmp_path / "kept.py"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    result = ptodsl("compile", ELU, "-o", link)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == target
+    assert target.read_text() == ptodsl("compile", ELU).stdout
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_new_output_gets_the_umasks_mode(tmp_path):
+    umask = os.umask(0o027)
+    try:
+        result = ptodsl("compile", ELU, "-o", tmp_path / "new.py")
+    finally:
+        os.umask(umask)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "new.py").stat().st_mode & 0o777 == 0o640  # 0666 less 027
+
+
+def make_fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def make_read_only(path: Path) -> Path:
+    path.write_text("precious\n")
+    path.chmod(0o444)
+    return path
+
+
+REFUSED_OUTPUTS = {
+    "a FIFO": (make_fifo, "is a FIFO, not a regular file"),
+    "a folder": (lambda path: path.mkdir() or path, "is a folder, not a regular file"),
+    "a read-only file": (make_read_only, "is read-only"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_OUTPUTS)
+def test_output_refuses_what_it_does_not_own(tmp_path, case):
+    """Nothing but a regular, writable file is replaced (as root, `-o /dev/null` once
+    replaced the device with a file): the path is left exactly as it was."""
+    make, message = REFUSED_OUTPUTS[case]
+    path = make(tmp_path / "out")
+    before = path.lstat()
+    result = ptodsl("compile", ELU, "-o", path)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    after = path.lstat()
+    assert (after.st_mode, after.st_ino, after.st_mtime_ns) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_mtime_ns,
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no temporary files left"
+
+
+def test_output_paths_that_cannot_be_written_are_one_line_errors(tmp_path):
+    spec = tmp_path / "elu.pto"
+    spec.write_text(ELU.read_text())
+    for path in (spec / "x.py", tmp_path / ("x" * 300 + ".py"), ""):
+        result = ptodsl("compile", spec, "-o", path)
+        assert result.returncode == 1, (path, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elu.pto"]
+
+
 def test_spec_error_renders_without_traceback_and_writes_nothing(tmp_path):
     spec = tmp_path / "bad.pto"
     spec.write_text("kernel bad\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = x + z\n")
@@ -73,13 +144,6 @@ def test_missing_file_and_usage_errors(tmp_path):
     assert "Traceback" not in missing.stderr
     usage = ptodsl("compile", ELU, "--emit", "nonsense")
     assert usage.returncode == 2
-
-
-def test_non_utf8_spec_is_a_clean_error(tmp_path):
-    spec = tmp_path / "binary.pto"
-    spec.write_bytes(b"kernel k\n\xff\xfe\n")
-    result = ptodsl("compile", spec)
-    assert result.returncode == 1 and "cannot read" in result.stderr
 
 
 def test_check_passes_and_reports(tmp_path):
@@ -158,3 +222,42 @@ def test_check_against_rejects_a_spec_that_disagrees_with_the_problem(tmp_path):
     assert result.returncode == 1
     assert "input `x`: the problem gives torch.float32 [16, 16384]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+SMALL_SPEC = "kernel k\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = x + {tail}\n"
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path):
+    spec = tmp_path / "bom.pto"
+    spec.write_bytes(b"\xef\xbb\xbf" + SMALL_SPEC.format(tail="1.0").encode())
+    assert ptodsl("compile", spec).returncode == 0
+    spec.write_bytes(b"\xef\xbb\xbfkernel 1k\n")
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{spec}:1:8: error:"), result.stderr  # as editors count
+
+
+def test_invalid_utf8_is_a_located_error(tmp_path):
+    spec = tmp_path / "latin1.pto"
+    spec.write_bytes(SMALL_SPEC.format(tail="1.0").encode().replace(b"1.0", b"\xff1.0"))
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1
+    assert result.stderr == f"{spec}:5:9: error: invalid UTF-8 (byte 0xff): a spec is UTF-8 text\n"
+    spec.write_bytes(b"kernel k\n\xff\xfe\n")  # binary from the second line on
+    assert ptodsl("compile", spec).stderr.startswith(f"{spec}:2:1: error: invalid UTF-8")
+
+
+def test_control_characters_never_reach_the_terminal(tmp_path):
+    """ESC, BEL and NUL in a spec (or a newline in its file name) are shown as their
+    Unicode pictures, one column each, so that the caret stays under them."""
+    folder = tmp_path / "odd\nname"
+    folder.mkdir()
+    spec = folder / "k.pto"
+    spec.write_text(SMALL_SPEC.format(tail="\x1b[31m\x07\x00"))
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1
+    assert not set("\x1b\x07\x00") & set(result.stderr)
+    header, location, _, line, carets = result.stderr.splitlines()[:5]
+    assert header.startswith(str(spec).replace("\n", "\u240a") + ":5:9: error:")
+    assert line.endswith("y = x + \u241b[31m\u2407\u2400")
+    assert carets.index("^") == line.index("\u241b")
