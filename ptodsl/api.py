@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 
 from ptodsl import ir
@@ -60,6 +62,11 @@ def lower_spec(
     `tune`: the spec lowered with the plan they would all use, and which plan that is.
     `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
     None the default plan, an `ir.Tuning` those plan choices."""
+    if not (tuning is None or tuning == "cached" or isinstance(tuning, ir.Tuning)):
+        raise TypeError(f"tuning must be 'cached', None or an ir.Tuning, not {tuning!r}")
+    for dim, size in (dims or {}).items():
+        if type(size) is not int:  # a bool is an int to Python, not a size
+            raise TypeError(f"dims[{dim!r}] must be an int, not {size!r}")
     origin = "default plan"
     if tuning == "cached":
         tuning = cached_tuning(source.text, dims, target)
@@ -67,15 +74,13 @@ def lower_spec(
             origin = f"tuned plan from the tuning cache ({tuning.describe()})"
     elif tuning is not None:
         origin = f"given plan choices ({tuning.describe()})"
-    if not (tuning is None or isinstance(tuning, ir.Tuning)):
-        raise TypeError(f"tuning must be 'cached', None or an ir.Tuning, not {tuning!r}")
     lowered = lower(source, dims, target, until=until, tuning=tuning, verify_each=verify_each)
     return lowered, origin
 
 
 def compile(  # noqa: A001 - the public verb
-    text: str,
-    name: str = "<spec>",
+    text: str | os.PathLike[str],
+    name: str | None = None,
     dims: Mapping[str, int] | None = None,
     target: Target = PYPTO_0_2_0,
     tuning: ir.Tuning | str | None = "cached",
@@ -83,5 +88,11 @@ def compile(  # noqa: A001 - the public verb
     """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input.
     `dims` resizes declared dims, e.g. a scaled-down copy of a large spec for a quick check;
     `target` describes PyPTO's forms and limits (tests shrink its limits to force loops).
-    `tuning`: see `lower_spec`."""
-    return Compiled(*lower_spec(Source(text, name), dims, target, tuning))
+    `tuning`: see `lower_spec`. `text` may also be a path (`pathlib.Path`) of a spec file,
+    which `name` then defaults to."""
+    if isinstance(text, os.PathLike):
+        path = Path(text)
+        return compile(path.read_text(encoding="utf-8"), name or str(path), dims, target, tuning)
+    if not isinstance(text, str):
+        raise TypeError(f"compile takes the spec's text or a path, not {type(text).__name__}")
+    return Compiled(*lower_spec(Source(text, name or "<spec>"), dims, target, tuning))
