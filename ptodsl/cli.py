@@ -22,6 +22,7 @@ from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
+from ptodsl.tuning_cache import tuning_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -202,6 +203,14 @@ def _tune(args: argparse.Namespace) -> int:
 
     if args.budget < 1:
         raise UserError("--budget must be at least 1")
+    folder = tuning_dir()
+    try:  # before measuring: a folder tune cannot store into fails now, not after minutes
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(
+            f"cannot store tuned plans in {visible(str(folder))}: {error.strerror or error} "
+            "(PTODSL_TUNING_DIR or PTODSL_CACHE_DIR sets the folder)"
+        ) from None
 
     def progress(done: int, total: int, measured) -> None:
         bar = "#" * (20 * done // total)

@@ -110,7 +110,8 @@ def _unary(
 
 
 def _sigmoid(a: float) -> float:
-    return 1.0 / (1.0 + math.exp(-a))
+    # 1 / (1 + exp(-a)) with exp of non-positive numbers only (exp(710) overflows)
+    return math.exp(min(a, 0.0)) / (1.0 + math.exp(-abs(a)))
 
 
 def _sign(a: float) -> float:
@@ -609,7 +610,7 @@ _OPS = [
     _unary(
         "sigmoid",
         _sigmoid,
-        "1.0 / (1.0 + math.exp(-{0}))",
+        "math.exp(min({0}, 0.0)) / (1.0 + math.exp(-abs({0})))",
         lambda t, v, a: v * (1 - v) * a.scale,
         pypto="pypto.sigmoid({0})",
     ),

@@ -12,6 +12,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,16 +50,66 @@ def _cache_path(
     return tuning_dir() / f"{cache_key(text, dims, target)}{suffix}.json"
 
 
+class BadEntry(ValueError):
+    """A cache entry ptodsl did not write as it reads: edited, truncated or foreign."""
+
+
+_COUNTS = ("tile_elements", "last_axis_tile", "loop_count", "matmul_chunks")
+_VARIANCES = (None, "one_pass")
+
+
+def _tuning(choices: Any) -> ir.Tuning:
+    """The plan choices of an entry, each checked: a count is a positive int (not 4096.5,
+    NaN, a bool or a string), the variance form one ptodsl knows, no other key."""
+    if not isinstance(choices, dict):
+        raise BadEntry(f"its tuning is {type(choices).__name__}, not an object")
+    unknown = sorted(set(choices) - {*_COUNTS, "variance"})
+    if unknown:
+        raise BadEntry(f"unknown plan choices {unknown}")
+    for name in _COUNTS:
+        value = choices.get(name)
+        if value is not None and (type(value) is not int or value < 1):
+            raise BadEntry(f"{name} is {value!r}, not a positive integer")
+    if choices.get("variance") not in _VARIANCES:
+        raise BadEntry(f"variance is {choices['variance']!r}, not one of {list(_VARIANCES)}")
+    return ir.Tuning(**choices)
+
+
+_WARNED: set[Path] = set()
+
+
 def cached_tuning(
     text: str, dims: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
 ) -> ir.Tuning | None:
+    """The checked plan `ptodsl tune` stored for this spec, or None. A missing or unreadable
+    entry is None; an entry that does not hold what tune writes is ignored with a warning
+    that names its file (once per process), and compile uses the default plan."""
+    path = _cache_path(text, dims, target)
     try:
-        record = json.loads(_cache_path(text, dims, target).read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None  # no entry (or no readable cache folder): compile untuned
+    except (ValueError, RecursionError) as error:
+        return _ignored(path, f"not JSON ({type(error).__name__})")
+    try:
+        if not isinstance(record, dict):
+            raise BadEntry(f"it holds {type(record).__name__}, not an object")
         if record.get("checked") is not True:
             return None  # only a plan that passed `ptodsl check` changes what compile emits
-        return ir.Tuning(**record["tuning"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # no entry, or one from an incompatible ptodsl: compile untuned
+        return _tuning(record.get("tuning"))
+    except BadEntry as bad:
+        return _ignored(path, str(bad))
+
+
+def _ignored(path: Path, why: str) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        print(
+            f"ptodsl: warning: ignoring tuning cache entry {path}: {why}; compiling with the "
+            "default plan (delete the file, or run `ptodsl tune` again)",
+            file=sys.stderr,
+        )
+    return None
 
 
 def store_record(

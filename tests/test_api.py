@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT
 
 import ptodsl
+from ptodsl.checking import run_check
 
 RELU = ROOT / "examples" / "kernelbench" / "19_relu.pto"
 
@@ -34,3 +35,18 @@ def test_tuning_is_cached_none_or_plan_choices(tuning):
 def test_text_is_a_string_or_a_path():
     with pytest.raises(TypeError, match="not bytes"):
         ptodsl.compile(RELU.read_bytes())
+
+
+def test_a_scalar_sigmoid_of_a_large_negative_param_does_not_overflow():
+    """The factory computes param arithmetic in Python: `1 / (1 + exp(1000))` raised
+    OverflowError (exit 3); the spelling now takes exp of non-positive numbers only."""
+    text = """kernel squashed
+dims N = 64
+param a: f32 = -1000
+param b: f32 = 1000
+input x: f32[N, N]
+output y: f32[N, N]
+y = x * sigmoid(a) + sigmoid(b) * x
+"""
+    report = run_check(ptodsl.compile(text, "squashed.pto"))
+    assert report.ok, report.to_json()

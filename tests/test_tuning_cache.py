@@ -1,0 +1,99 @@
+"""The tuning cache is ptodsl's own file, but a user (or a crash, or another version) may
+leave anything there: an entry that does not hold what `tune` writes is ignored with a
+warning naming the file, and compile emits the default plan, never a broken kernel or an
+internal error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+import ptodsl
+from ptodsl import tuning_cache
+from ptodsl.target import PYPTO_0_2_0
+
+SPEC = (ROOT / "examples" / "kernelbench" / "19_relu.pto").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def entry(tmp_path, monkeypatch):
+    """Stores a checked entry for SPEC; returns a function that rewrites its JSON."""
+    monkeypatch.setenv("PTODSL_TUNING_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning_cache, "_WARNED", set())
+    tuning_cache.store_record(SPEC, None, PYPTO_0_2_0, {"tuning": {"tile_elements": 4096}}, True)
+    (path,) = tmp_path.iterdir()
+
+    def rewrite(transform) -> None:
+        record = json.loads(path.read_text())
+        path.write_text(transform(record) if callable(transform) else transform)
+
+    rewrite.path = path
+    return rewrite
+
+
+def default_source() -> str:
+    return ptodsl.compile(SPEC, "relu.pto", tuning=None).source
+
+
+def test_a_good_entry_changes_the_plan(entry):
+    tuned = ptodsl.compile(SPEC, "relu.pto")
+    assert "tile_elements=4096" in tuned.plan_origin and tuned.source != default_source()
+
+
+def json_of(choices):
+    return lambda record: json.dumps({**record, "tuning": choices})
+
+
+BAD_ENTRIES = {
+    "a fractional tile": json_of({"tile_elements": 4096.5}),
+    "a NaN tile": lambda record: json.dumps(record).replace("4096", "NaN"),
+    "a float last axis": json_of({"last_axis_tile": 64.0}),
+    "a negative count": json_of({"loop_count": -2}),
+    "a bool count": json_of({"matmul_chunks": True}),
+    "a string": json_of({"tile_elements": "4096"}),
+    "a list": json_of({"tile_elements": [4096]}),
+    "minus infinity": lambda record: json.dumps(record).replace("4096", "-Infinity"),
+    "an unknown variance": json_of({"variance": "three_pass"}),
+    "an unknown choice": json_of({"tile_elemnts": 4096}),
+    "tuning not an object": json_of([4096]),
+    "a record not an object": "[1, 2]",
+    "truncated JSON": '{"tuning": {"tile_elements": 40',
+    "deeply nested JSON": "[" * 100000 + "]" * 100000,
+}
+
+
+@pytest.mark.parametrize("case", BAD_ENTRIES)
+def test_a_bad_entry_is_ignored_with_a_warning(entry, capsys, case):
+    entry(BAD_ENTRIES[case])
+    compiled = ptodsl.compile(SPEC, "relu.pto")
+    assert compiled.source == default_source()
+    warning = capsys.readouterr().err
+    assert f"ignoring tuning cache entry {entry.path}" in warning, warning
+
+
+def test_a_cache_folder_that_is_a_file_is_no_cache(tmp_path, monkeypatch):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PTODSL_TUNING_DIR", str(blocker))
+    assert ptodsl.compile(SPEC, "relu.pto").source == default_source()
+
+
+def test_tune_refuses_a_cache_folder_it_cannot_write_before_measuring(tmp_path):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    spec = ROOT / "examples" / "kernelbench" / "19_relu.pto"
+    result = subprocess.run(
+        [sys.executable, "-m", "ptodsl", "tune", str(spec), "--budget", "2"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PTODSL_TUNING_DIR": str(blocker)},
+        timeout=60,  # measuring even one plan takes longer than refusing
+    )
+    assert result.returncode == 1
+    assert f"cannot store tuned plans in {blocker}" in result.stderr
+    assert "[" not in result.stderr, "no progress: nothing was measured"
