@@ -98,7 +98,8 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
 
 
 def _parts(name: str) -> str:
-    return f"{name}_parts"
+    # with a leading underscore, which no spec name has: `total` gives `_total_parts`
+    return f"{'' if name.startswith('_') else '_'}{name}_parts"
 
 
 def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:

@@ -83,6 +83,9 @@ MAX_ELEMENTS = 2**31 - 1
 # Python's parser stops at 200; a left-associative chain (`a + b + c`) is printed flat.
 MAX_NESTING = 50
 GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
+# The kernel's name names files (`<name>.py`, temporaries around it): well below the 255
+# bytes a file name may have.
+MAX_KERNEL_NAME = 100
 
 
 def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
@@ -101,6 +104,12 @@ def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
         and (name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name))
     ):
         problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
+    elif kernel and len(name) > MAX_KERNEL_NAME:
+        raise SpecError(
+            f"the kernel's name has {len(name)} characters, more than {MAX_KERNEL_NAME}",
+            span,
+            note="it names the generated module's file and functions: shorten it",
+        )
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
 

@@ -67,6 +67,7 @@ CASES = {
     "output y: f32[M, N]\ny = a @ b\n",
     "matmul_split_batched_operand": HEADER + "input a: f32[2, M, 2 * N]\ninput b: f32[16, N]\n"
     "output y: f32[2, M, N]\ny = a @ b\n",
+    "kernel_name_too_long": "kernel " + "k" * 101 + "\n",
     "module_call_two_operands": HEADER + "input x: f32[M, M]\nweight fc: linear(M, N)\n"
     "output y: f32[M, N]\ny = fc(x, x)\n",
     # statements

@@ -165,3 +165,30 @@ def test_float_literals_round_trip_exactly():
         if isinstance(node, ast.Constant) and isinstance(node.value, float)
     }
     assert literals <= {*SPEC_VALUES.values(), -1.0, 1.0, 0.0}, literals
+
+
+def test_a_loops_partial_results_never_take_a_spec_name():
+    """A `let` the loop splits writes its blocks' partial results into a tensor named after
+    it. It was `total_parts`, which a spec may declare too (a crash, or for a `let` a wrong
+    result); generated names now start with an underscore, which spec names cannot."""
+    text = """kernel k
+dims N = 16, C = 64, H = 256, W = 256
+input x: f32[N, C, H, W]
+input total_parts: f32[N, C, H, W]
+output y: f32[N, C, H, W]
+let total = sum(x * x)
+y = x / sqrt(total) + total_parts
+"""
+    compiled = ptodsl.compile(text, "k.pto", tuning=None)
+    source = compiled.source
+    assert "_total_parts = pypto.Tensor(" in source
+    assert "total_parts: pypto.Tensor(" in source  # the input, as the spec names it
+    tree = ast.parse(source)
+    assigned = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert "_total_parts" in assigned and "total_parts" not in assigned  # never rebinds it
