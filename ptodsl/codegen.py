@@ -23,10 +23,14 @@ PYPTO_SPELLING = ops.spellings("pypto")
 
 _HELPERS = '''
 def _expect(name, tensor, shape, dtype):
-    """forward's contract: rank, shape and dtype exactly as the spec declares them."""
-    assert tensor.dim() == len(shape), f"{name}: expected rank {len(shape)}, got {tensor.dim()}"
-    assert tuple(tensor.shape) == shape, f"{name}: expected shape {shape}, got {tensor.shape}"
-    assert tensor.dtype == dtype, f"{name}: expected {dtype}, got {tensor.dtype}"
+    """forward's contract: rank, shape and dtype exactly as the spec declares them (raised,
+    not asserted: `python -O` drops asserts)."""
+    if tensor.dim() != len(shape):
+        raise ValueError(f"{name}: expected rank {len(shape)}, got {tensor.dim()}")
+    if tuple(tensor.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {tuple(tensor.shape)}")
+    if tensor.dtype != dtype:
+        raise TypeError(f"{name}: expected {dtype}, got {tensor.dtype}")
 
 
 def _run_mode():
@@ -61,7 +65,8 @@ _EXPECT_ARGUMENT = '''
 
 def _expect_argument(name, given, built_for):
     """A construction argument must be the value this kernel is built for."""
-    assert given == built_for, f"{name}: this kernel is built for {built_for!r}, not {given!r}"
+    if given != built_for:
+        raise ValueError(f"{name}: this kernel is built for {built_for!r}, not {given!r}")
 '''
 
 

@@ -3,6 +3,9 @@ before anything is built (a float or bool dim once gave a module with float shap
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from conftest import ROOT
 
@@ -50,3 +53,28 @@ y = x * sigmoid(a) + sigmoid(b) * x
 """
     report = run_check(ptodsl.compile(text, "squashed.pto"))
     assert report.ok, report.to_json()
+
+
+def test_forward_checks_its_arguments_under_python_O(tmp_path):
+    """The generated contract checks raise, so `python -O` (which drops asserts) keeps them."""
+    module = tmp_path / "relu_kernel.py"
+    module.write_text(ptodsl.compile(RELU).source)
+    script = (
+        "import torch, relu_kernel\n"
+        "model = relu_kernel.ModelNew()\n"
+        "wrong_dtype = torch.zeros(16, 16384, dtype=torch.int32)\n"
+        "for bad in (torch.zeros(3), torch.zeros(16, 8), wrong_dtype):\n"
+        "    try:\n"
+        "        model(bad)\n"
+        "    except (ValueError, TypeError) as error:\n"
+        "        print(type(error).__name__, error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-O", "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "ValueError x: expected rank 2, got 1",
+        "ValueError x: expected shape (16, 16384), got (16, 8)",
+        "TypeError x: expected torch.float32, got torch.int32",
+    ]
