@@ -26,6 +26,7 @@ from ptodsl.tuning_cache import tuning_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
 STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
 
 
@@ -150,7 +151,13 @@ def _add_dim_option(command: argparse.ArgumentParser) -> None:
 
 def _read_spec(path: Path) -> Source:
     try:
-        return Source.decode(path.read_bytes(), str(path))
+        with path.open("rb") as stream:  # bounded: `/dev/zero` or a huge file is no spec
+            data = stream.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise UserError(
+                f"{visible(str(path))} is larger than {MAX_SPEC_BYTES // 1024} KiB: not a spec"
+            )
+        return Source.decode(data, str(path))
     except OSError as error:
         raise UserError(f"cannot read {visible(str(path))}: {error.strerror or error}") from None
 

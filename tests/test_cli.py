@@ -261,3 +261,13 @@ def test_control_characters_never_reach_the_terminal(tmp_path):
     assert header.startswith(str(spec).replace("\n", "\u240a") + ":5:9: error:")
     assert line.endswith("y = x + \u241b[31m\u2407\u2400")
     assert carets.index("^") == line.index("\u241b")
+
+
+def test_a_spec_file_is_read_with_a_bound(tmp_path):
+    """`ptodsl compile /dev/zero` once read 6 GB in 7 s: a spec is read up to 1 MiB."""
+    huge = tmp_path / "huge.pto"
+    with huge.open("wb") as stream:
+        stream.truncate(64 << 20)  # 64 MiB of zeros, sparse on disk
+    result = ptodsl("compile", huge)
+    assert result.returncode == 1
+    assert result.stderr == f"ptodsl: error: {huge} is larger than 1024 KiB: not a spec\n"
