@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -306,8 +307,31 @@ def _coverage(args: argparse.Namespace) -> int:
     return EXIT_OK if all(row.verdict == "PASS" for row in judged(rows, only)) else EXIT_SPEC_ERROR
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP (`timeout`, a closed terminal): unwound as an interrupt is, so
+    that workers are killed and temporary folders removed, not orphaned."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = [signal.signal(stop, _terminate) for stop in stops]
+    try:
+        return _run(args)
+    finally:
+        for stop, handler in zip(stops, previous, strict=True):
+            signal.signal(stop, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         commands = {
             "compile": _compile,
@@ -327,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SPEC_ERROR
     except KeyboardInterrupt:
         return 130
+    except Terminated as stop:
+        return 128 + stop.signum
     except Exception as error:  # noqa: BLE001 - the last line of defence against tracebacks
         if args.debug:
             traceback.print_exc()

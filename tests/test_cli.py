@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -271,3 +273,30 @@ def test_a_spec_file_is_read_with_a_bound(tmp_path):
     result = ptodsl("compile", huge)
     assert result.returncode == 1
     assert result.stderr == f"ptodsl: error: {huge} is larger than 1024 KiB: not a spec\n"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_check_leaves_no_worker_and_no_folder(tmp_path, stop):
+    """`timeout` or a closed terminal stops `ptodsl check` mid-simulation: its simulator
+    worker is killed with it and its temporary folders are removed, as for Ctrl-C."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    check = subprocess.Popen(
+        [sys.executable, "-m", "ptodsl", "check", str(KERNELBENCH / "19_relu.pto")],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith("ptodsl-sim-") for p in scratch.iterdir()):
+        assert check.poll() is None and time.monotonic() < deadline, "no worker started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the worker is running pypto
+    check.send_signal(stop)
+    _, stderr = check.communicate(timeout=60)
+    assert check.returncode == 128 + stop or check.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert list(scratch.iterdir()) == []
+    workers = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
+    assert workers.stdout == "", "a worker outlived its check"
