@@ -35,6 +35,19 @@ class UserError(Exception):
     """A problem with how ptodsl was called or with its files, reported in one line."""
 
 
+MAX_SEED = 2**32 - 1  # what every RNG the check seeds takes
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{seed} is outside 0 .. {MAX_SEED}")
+    return seed
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ptodsl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"ptodsl {__version__}")
@@ -87,7 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PROBLEM.py",
         help="a KernelBench-format file: its Model on its get_inputs() is the golden",
     )
-    check_command.add_argument("--seed", type=int, default=0)
+    check_command.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of the generated inputs and weights, 0 to 2^32 - 1 (default: 0)",
+    )
     check_command.add_argument("--json", action="store_true", help="print the report as JSON")
     check_command.add_argument(
         "--untuned", action="store_true", help="check the default plan, not a tuned one"

@@ -146,6 +146,9 @@ def test_missing_file_and_usage_errors(tmp_path):
     assert "Traceback" not in missing.stderr
     usage = ptodsl("compile", ELU, "--emit", "nonsense")
     assert usage.returncode == 2
+    for seed, why in (("2e16", "'2e16' is not an integer"), ("4294967296", "is outside 0 ..")):
+        bad_seed = ptodsl("check", ELU, "--seed", seed)
+        assert bad_seed.returncode == 2 and why in bad_seed.stderr, bad_seed.stderr
 
 
 def test_check_passes_and_reports(tmp_path):
