@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -32,6 +33,7 @@ from ptodsl.typecheck import typecheck
 from ptodsl.verify import verify
 
 Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
+RECURSION_LIMIT = 20_000  # frames while lowering: statements of up to MAX_TERMS nodes fit
 
 # In order. Each name is also an `--emit` stage showing the IR after that pass.
 PASSES: tuple[tuple[str, Pass], ...] = (
@@ -86,6 +88,10 @@ def lower(
     context: the target's forms and limits and the plan choices `tuning`. `verify_each`
     checks the IR's invariants after the front end and after every pass (ptodsl.verify)."""
     context = PassContext(target, tuning or ir.Tuning())
+    depth_limit = sys.getrecursionlimit()
+    # The passes recurse over expressions, a few frames per level: a flat sum of 331
+    # terms is a tree 331 deep, past Python's default limit of 1000 frames.
+    sys.setrecursionlimit(max(depth_limit, RECURSION_LIMIT))
     try:
         syntax = parse(source.text)
         checked = typecheck(syntax, dim_sizes)
@@ -103,11 +109,13 @@ def lower(
     except SpecError as error:
         raise error.attach(source) from None
     except RecursionError:
-        # The parse tree and the passes recurse over expressions; a spec nested thousands
-        # deep ends here rather than in a traceback.
+        # The parse tree recurses over expressions before typecheck can bound them: a spec
+        # nested thousands deep ends here rather than in a traceback.
         raise SpecError(
             "expressions are nested too deeply for ptodsl",
             Span.point(1, 1),
             note="bind inner parts with `let` to flatten the expression",
         ).attach(source) from None
+    finally:
+        sys.setrecursionlimit(depth_limit)
     return Lowered(source, syntax, checked, tuple(stages), tuning or ir.Tuning())

@@ -82,6 +82,7 @@ MAX_ELEMENTS = 2**31 - 1
 # Generated Python spells one level of a spec expression with up to three parentheses, and
 # Python's parser stops at 200; a left-associative chain (`a + b + c`) is printed flat.
 MAX_NESTING = 50
+MAX_TERMS = 1000  # nodes in one statement's expression
 GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
 # The kernel's name names files (`<name>.py`, temporaries around it): well below the 255
 # bytes a file name may have.
@@ -118,6 +119,31 @@ def _check_elements(shape: tuple[int, ...], span: Span) -> None:
     if math.prod(shape) > MAX_ELEMENTS:
         raise SpecError(
             f"a tensor of shape {list(shape)} has more than PyPTO's {MAX_ELEMENTS} elements", span
+        )
+
+
+def _check_size(value: s.Expr) -> None:
+    """Rejects a statement of more than MAX_TERMS nodes: the passes walk expressions
+    recursively and some of them in quadratic time (3000 terms took a minute)."""
+    pending, count = [value], 0
+    while pending:
+        node = pending.pop()
+        count += 1
+        if isinstance(node, s.Binary | s.Compare):
+            pending += (node.lhs, node.rhs)
+        elif isinstance(node, s.Unary):
+            pending.append(node.operand)
+        elif isinstance(node, s.Attribute | s.Subscript):
+            pending.append(node.value)
+        elif isinstance(node, s.ListExpr):
+            pending += node.items
+        elif isinstance(node, s.Call):
+            pending += (*node.args, *(k.value for k in node.keywords))
+    if count > MAX_TERMS:
+        raise SpecError(
+            f"this expression has {count} terms and operators, more than {MAX_TERMS}",
+            value.span,
+            note="bind parts of it with `let`",
         )
 
 
@@ -584,6 +610,7 @@ class _TypeChecker:
     # ---- statements ----------------------------------------------------------------------
 
     def item_Let(self, item: s.Let) -> None:  # noqa: N802
+        _check_size(item.value)
         _check_nesting(item.value)
         value = self.expr(item.value)
         self.declare(item.name, item.span)
@@ -607,6 +634,7 @@ class _TypeChecker:
                 note=f"first assigned at line {first.line}",
             )
         output = self.outputs[item.target]
+        _check_size(item.value)
         _check_nesting(item.value)
         value = self.expr(item.value)
         if isinstance(value.type, ir.ScalarType):

@@ -217,3 +217,16 @@ def test_diagnostic(case, golden):
     assert "^" in rendered.splitlines()[4]
     assert str(raised.value) == rendered
     golden(f"diagnostics/{case}.txt", rendered + "\n")
+
+
+def test_a_long_flat_sum_compiles_and_a_huge_one_is_located():
+    """A left-to-right chain is a tree as deep as it is long: 331 terms once ended in
+    "nested too deeply" at 1:1. Up to MAX_TERMS nodes compile; beyond, the statement is
+    the error's location."""
+    head = "kernel k\ndims N = 4\ninput x: f32[N]\noutput y: f32[N]\ny = "
+    ptodsl.compile(head + " + ".join(["x"] * 331) + "\n", "flat.pto", tuning=None)
+    with pytest.raises(ptodsl.SpecError) as raised:
+        ptodsl.compile(head + " + ".join(["x"] * 600) + "\n", "flat.pto", tuning=None)
+    assert str(raised.value).startswith(
+        "flat.pto:5:5: error: this expression has 1199 terms and operators, more than 1000"
+    )
