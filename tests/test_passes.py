@@ -376,14 +376,14 @@ def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail()
     assert materialised("let t = exp(x)\nlet s = sum(t * t)\ny = t / s\n", decls) == [
         "0| set vector tiles [8, 64]",
         "0| allocate t: f32[50, 64]",  # read by the next phase: assembled full-size
-        "0| allocate s_parts: f32[3, 1]",  # reduces the loop axis: one partial result per block
+        "0| allocate _s_parts: f32[3, 1]",  # reduces the loop axis: one partial result per block
         "0| loop k_phase0 on axis 0: i in 0..2, offset = i * 24",
         "0|   view x_chunk: f32[24, 64] of x at [offset, 0]",
         "0|   let t_chunk: f32[24, 64] = exp(x_chunk)",
         "0|   assemble t_chunk into t at [offset, 0]",
         "0|   let s_chunk: f32[1, 1] = "
         "sum(sum(mul(t_chunk, t_chunk), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   assemble s_chunk into s_parts at [i, 0]",
+        "0|   assemble s_chunk into _s_parts at [i, 0]",
         "0| tail: the last 2 of axis 0, at 48",
         "0|   set vector tiles [2, 64]",  # the tail is shorter than the tile
         "0|   view x_tail: f32[2, 64] of x at [48, 0]",
@@ -391,10 +391,10 @@ def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail()
         "0|   assemble t_tail into t at [48, 0]",
         "0|   let s_tail: f32[1, 1] = "
         "sum(sum(mul(t_tail, t_tail), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   assemble s_tail into s_parts at [2, 0]",
+        "0|   assemble s_tail into _s_parts at [2, 0]",
         "0| # s: the partial results of the 3 blocks, combined.",
         "0| set vector tiles [3, 1]",
-        "0| let s: f32[1, 1] = sum(s_parts, axes=(0,), keepdim=True)",
+        "0| let s: f32[1, 1] = sum(_s_parts, axes=(0,), keepdim=True)",
         "1| set vector tiles [8, 64]",
         "1| loop k_phase1 on axis 0: i in 0..2, offset = i * 24",
         "1|   view t_chunk: f32[24, 64] of t at [offset, 0]",

@@ -89,7 +89,7 @@ def test_the_verifier_catches_broken_ir():
 # Tiny limits make small kernels loop, with tails (as tests/test_loops_in_sim.py does).
 TINY = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
 # Phase 0 assembles `t` into a temporary and `s`'s partial results, phase 1 the output `y`;
-# both loops have a tail: [SetVecTiles, Allocate t, Allocate s_parts, BlockLoop, Comment,
+# both loops have a tail: [SetVecTiles, Allocate t, Allocate _s_parts, BlockLoop, Comment,
 # SetVecTiles, Assign s] and [SetVecTiles, BlockLoop].
 PARTS = Source(
     "kernel p\ninput x: f32[50, 64]\noutput y: f32[50, 64]\n"
@@ -146,11 +146,11 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
     local = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(s_chunk,)))
     parts.broken(parts.with_code(0, replace(parts.code(0), 6, local)), "reads `s_chunk` before")
     # a name read as another type than it was defined with
-    misread = ir.Ref("s_parts", ir.TensorType((4, 1), f32), span)
+    misread = ir.Ref("_s_parts", ir.TensorType((4, 1), f32), span)
     wrong = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(misread,)))
     parts.broken(
         parts.with_code(0, replace(parts.code(0), 6, wrong)),
-        r"reads `s_parts` as f32\[4, 1\], defined as f32\[3, 1\]",
+        r"reads `_s_parts` as f32\[4, 1\], defined as f32\[3, 1\]",
     )
     # an expression that is not well typed at the block's size
     body = parts.loop(0).body
@@ -184,7 +184,7 @@ def test_the_verifier_catches_broken_views_assembles_and_coverage():
         parts.with_loop(0, body=replace(body, 0, too_long)), r"\[30, 64\] at \[24, 0\] exceeds"
     )
     outside = attrs.evolve(tail[5], offsets=(3, 0))
-    parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `s_parts`: .* exceeds")
+    parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `_s_parts`: .* exceeds")
     overlapping = attrs.evolve(tail[3], offsets=(47, 0))
     parts.broken(parts.with_loop(0, tail=replace(tail, 3, overlapping)), "overlaps in `t` at 47")
     # an output left partly unwritten
