@@ -627,7 +627,7 @@ def _how_it_starts(weight: ir.Input, checked: ir.Kernel) -> str:
     if isinstance(weight.init, ir.ModuleParameter):
         module = next(m for m in checked.modules if m.name == weight.init.module)
         return f"as torch's {modules.MODULES[module.kind].torch} does"
-    return f"as {weight.init}".replace("as = ", "at ")
+    return weight.init.how_it_starts
 
 
 def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> dict[int, int]:

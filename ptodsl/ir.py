@@ -419,17 +419,18 @@ class Tensor:
     @property
     def declared_dims(self) -> tuple[tuple[DimFactor, ...], ...]:
         """The logical axes' factors grouped by declared axis."""
-        counts = self.splits or (1,) * len(self.dims)
-        starts = [sum(counts[:i]) for i in range(len(counts))]
-        return tuple(self.dims[a : a + n] for a, n in zip(starts, counts, strict=True))
+        return self.by_declared_axis(self.dims)
 
     @property
     def declared_groups(self) -> tuple[tuple[int, ...], ...]:
         """The logical axes' sizes grouped by declared axis."""
+        return self.by_declared_axis(self.type.shape)
+
+    def by_declared_axis(self, per_logical_axis: tuple) -> tuple[tuple, ...]:
+        """Per-logical-axis values grouped by the declared axis they split from."""
         counts = self.splits or (1,) * len(self.dims)
         starts = [sum(counts[:i]) for i in range(len(counts))]
-        shape = self.type.shape
-        return tuple(shape[a : a + n] for a, n in zip(starts, counts, strict=True))
+        return tuple(per_logical_axis[a : a + n] for a, n in zip(starts, counts, strict=True))
 
     @property
     def declared_shape(self) -> tuple[int, ...]:
@@ -455,6 +456,11 @@ class Filled:
     def __str__(self) -> str:
         return {1.0: "ones", 0.0: "zeros"}.get(self.value, f"= {format_value(self.value)}")
 
+    @property
+    def how_it_starts(self) -> str:
+        """`as ones`, `at 2`: how ModelNew starts the weight, for messages."""
+        return f"as {self}" if self.value in (0.0, 1.0) else f"at {format_value(self.value)}"
+
 
 @attrs.frozen
 class Drawn:
@@ -466,6 +472,11 @@ class Drawn:
     def __str__(self) -> str:
         factor = "" if self.scale == 1.0 else f" * {format_value(self.scale)}"
         return self.distribution + factor
+
+    @property
+    def how_it_starts(self) -> str:
+        """`as randn * 0.02`: how ModelNew starts the weight, for messages."""
+        return f"as {self}"
 
 
 @attrs.frozen

@@ -201,6 +201,8 @@ class _TypeChecker:
         self.outputs: dict[str, ir.Output] = {}
         self.lets: dict[str, ir.Type] = {}
         self.modules: dict[str, ir.Module] = {}
+        # per module, its present parameters' attribute -> the weight they are held as
+        self.module_parameters: dict[str, dict[str, str]] = {}
         self.split_params: dict[str, s.Binary] = {}
         self.declared: dict[str, Span] = {}
         self.body: list[ir.Stmt] = []
@@ -436,8 +438,9 @@ class _TypeChecker:
         }
         module = ir.Module(item.name, definition.name, tuple(arguments.items()), item.span)
         self.modules[item.name] = module
+        held = self.module_parameters[item.name] = {}
         for parameter in definition.present_parameters(arguments):
-            name = f"{item.name}_{parameter.attribute}"
+            name = held[parameter.attribute] = f"{item.name}_{parameter.attribute}"
             if name in self.declared:
                 first = self.declared[name]
                 raise SpecError(
@@ -898,11 +901,7 @@ class _TypeChecker:
         """`fc.weight`: the name the module's parameter is held under."""
         assert isinstance(node.value, s.Name)
         module = self.modules[node.value.id]
-        present = [
-            name.removeprefix(module.name + "_")
-            for name, weight in self.inputs.items()
-            if isinstance(weight.init, ir.ModuleParameter) and weight.init.module == module.name
-        ]
+        present = self.module_parameters[module.name]
         definition = modules.MODULES[module.kind]
         absent = next((p for p in definition.parameters if p.attribute == node.attr), None)
         if node.attr not in present and absent is not None:
@@ -921,7 +920,7 @@ class _TypeChecker:
                 + "its parameters: "
                 + (", ".join(f"`{module.name}.{p}`" for p in present) or "none"),
             )
-        return f"{module.name}_{node.attr}"
+        return present[node.attr]
 
     def module_call(self, node: s.Call) -> ir.Expr:
         """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`)."""
@@ -936,9 +935,8 @@ class _TypeChecker:
         if node.keywords or len(node.args) != 1:
             raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
         parameters = {
-            weight.init.attribute: s.Name(name, node.func_span)
-            for name, weight in self.inputs.items()
-            if isinstance(weight.init, ir.ModuleParameter) and weight.init.module == module.name
+            attribute: s.Name(name, node.func_span)
+            for attribute, name in self.module_parameters[module.name].items()
         }
         return self.expr(definition.apply(node.args[0], parameters, node.span))
 
