@@ -11,6 +11,8 @@ contraction over it, a transpose that moves it) keeps the kernel whole.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ptodsl import ir, ops, sim_memory
@@ -46,7 +48,7 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     )
     block = kernel
     try:  # the fewest launches that fit, else one per index
-        for count in (c for c in range(2, extent + 1) if extent % c == 0):
+        for count in _divisors(extent)[1:]:
             block = _shrunk(kernel, sliced, extent // count)
             if sim_memory.verification_bytes(block) <= budget:
                 break
@@ -61,6 +63,13 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         f"~{estimate:.1f} GiB per launch; budget {budget / sim_memory.GIB:.0f} GiB{over})"
     )
     return attrs.evolve(block, decisions=(*block.decisions, decision))
+
+
+def _divisors(n: int) -> list[int]:
+    """n's divisors in increasing order, by trial division up to its square root (an extent
+    can be a prime near 2**31)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
 
 
 def _noted(kernel: ir.Kernel, whole: float, budget: float, reason: str) -> ir.Kernel:

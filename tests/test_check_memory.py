@@ -81,3 +81,34 @@ def test_the_comparison_in_chunks_judges_as_the_whole_does(monkeypatch, chunk):
     constant = torch.full((5, 37), 3.0, dtype=torch.float64)
     vacuous = checking.compare("y", constant.float(), constant, scale, ir.DType.F32)
     assert vacuous.problem is not None and "one constant" in vacuous.problem
+
+
+def test_the_largest_spec_pypto_allows_is_refused_with_the_figure(tmp_path, capsys):
+    """2**31 - 1 elements, a prime extent: compiling it must not search 2**31 launch counts,
+    and the check refuses it by its estimate, before allocating 8 GiB of inputs."""
+    spec = tmp_path / "big.pto"
+    spec.write_text(
+        "kernel big\ndims n = 2147483647\ninput x: f32[n]\noutput y: f32[n]\ny = relu(x)\n",
+        encoding="utf-8",
+    )
+    assert cli.main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    needs = float(err.split("needs about ")[1].split(" GiB")[0])
+    assert needs > 8 * 2**31 / 2**30  # at least the float64 golden
+    assert "--dim NAME=SIZE" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("n", [1, 2, 12, 97, 2**20, 2147483647, 2**31 - 2])
+def test_launch_counts_are_every_divisor_in_order(n):
+    from ptodsl.passes.launches import _divisors
+
+    expected = [d for d in range(1, n + 1) if n % d == 0] if n < 10**5 else None
+    found = _divisors(n)
+    assert found == sorted(set(found)) and all(n % d == 0 for d in found)
+    assert found[0] == 1 and found[-1] == n
+    if expected is not None:
+        assert found == expected
+    if n == 2147483647:
+        assert found == [1, n]
+    if n == 2**31 - 2:  # 2 * 3**2 * 7 * 11 * 31 * 151 * 331
+        assert len(found) == 2 * 3 * 2**5
