@@ -127,7 +127,7 @@ def ensure_calculator() -> Path:
     cmake_defines = _calculator_cmake_defines()
     target = calculator_cache_root() / _calculator_key(source_dir, cmake_defines)
     library = target / _CALCULATOR_SO
-    if not library.exists():
+    if not _intact(library):
         _build_calculator_locked(source_dir, cmake_defines, target)
     if not manager.calculator_loaded:
         # RTLD_GLOBAL: pypto resolves the calculator's symbols by name.
@@ -161,15 +161,34 @@ def _build_calculator_locked(
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_name(target.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _CALCULATOR_SO).exists():  # another process built it meanwhile
+        if _intact(target / _CALCULATOR_SO):  # another process built it meanwhile
             return
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
             install_dir = _cmake_build(source_dir, cmake_defines, Path(scratch))
             if not (install_dir / _CALCULATOR_SO).exists():
                 raise RuntimeError(f"calculator build produced no {_CALCULATOR_SO}")
+            _record_digest(install_dir / _CALCULATOR_SO)
             # Same filesystem, so readers see either nothing or the complete library.
             shutil.rmtree(target, ignore_errors=True)
             install_dir.rename(target)
+
+
+def _digest_path(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _record_digest(library: Path) -> None:
+    _digest_path(library).write_text(hashlib.sha256(library.read_bytes()).hexdigest())
+
+
+def _intact(library: Path) -> bool:
+    """Whether the cached library is the one the build wrote: a truncated or altered file
+    (a full disk, a copy cut short) is rebuilt rather than failing every later check."""
+    try:
+        recorded = _digest_path(library).read_text().strip()
+        return hashlib.sha256(library.read_bytes()).hexdigest() == recorded
+    except OSError:
+        return False
 
 
 def _cmake_build(source_dir: Path, cmake_defines: Mapping[str, str], scratch: Path) -> Path:
