@@ -7,6 +7,8 @@ Arithmetic on literals alone was folded already.
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 
 from ptodsl import ir
@@ -15,16 +17,10 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 def hoist_scalars(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     scalar_lets: list[ir.Let] = []
-    taken = {d.name for d in kernel.dims} | {p.name for p in kernel.params}
-    taken |= {t.name for t in kernel.inputs} | {t.name for t in kernel.outputs}
-    taken |= {stmt.name for stmt in kernel.body if isinstance(stmt, ir.Let)}
+    count = itertools.count()
 
     def fresh_name() -> str:
-        index = 0
-        while f"scalar_{index}" in taken:
-            index += 1
-        taken.add(f"scalar_{index}")
-        return f"scalar_{index}"
+        return ir.generated_name(f"scalar{next(count)}")
 
     def hoist(node: ir.Expr) -> ir.Expr:
         if not isinstance(node, ir.Op) or ir.is_scalar(node):

@@ -2,17 +2,19 @@
 (`ir.Program`), so that codegen only prints them.
 
 A phase without a loop sets its tile and computes its statements on whole tensors. A
-looped phase runs its statements on one block of the loop axis at a time (then once on the
-constant-size tail block, retiled if the tail is shorter than the tile):
+looped phase runs its statements once on the constant-size tail block (retiled if the tail
+is shorter than the tile; first, because pypto 0.2.0 drops what a block after a loop
+assembles into a temporary the loop writes too), then on one block of the loop axis at a
+time:
 - a tensor made outside the phase that spans the loop axis is read through a view of the
-  block (`x_chunk`, `x_tail`); an explicit expansion spanning the axis covers the block;
+  block (`_chunk_x`, `_tail_x`); an explicit expansion spanning the axis covers the block;
 - a `let` that a later phase reads and that spans the loop axis is assembled into a
   full-size temporary allocated before the loop; other `let`s stay block-local, except
   loop-invariant ones a later phase reads, which the loop exports;
 - a `let` reducing the loop axis writes one partial result per block into a `_parts`
   tensor, reduced after the loop (accumulating into a temporary computes zeros on pypto
-  0.2.0); an output reducing it accumulates: the first iteration writes, the others and
-  the tail combine;
+  0.2.0); an output reducing it accumulates: the first block to run writes (the tail, or
+  the loop's first iteration), the others combine;
 - an output spanning the loop axis is assembled block by block.
 A matmul phase sets its cube tiles and runs one matmul, or one per M chunk of A's rows
 assembled into the result, or one per K chunk of both operands accumulating into the
@@ -70,9 +72,11 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
     body = _Block(kernel, phase, later_reads, chunk, loop.axis)
     tail_code: tuple[ir.Instruction, ...] = ()
     if tail is not None:
+        tail_code = _Block(kernel, phase, later_reads, tail, loop.axis).instructions()
         if phase.tail_tile is not None and phase.tail_tile != phase.tile:
-            tail_code = (ir.SetVecTiles(phase.tail_tile),)
-        tail_code += _Block(kernel, phase, later_reads, tail, loop.axis).instructions()
+            # the tail runs first, retiled; the loop's blocks take the phase's tile again
+            retiled = (ir.SetVecTiles(phase.tail_tile), *tail_code, ir.SetVecTiles(phase.tile))
+            tail_code = retiled
     code.append(
         _block_loop(loop_name, loop, variables, body.instructions(), tail_code, body.exports())
     )
@@ -98,8 +102,7 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
 
 
 def _parts(name: str) -> str:
-    # with a leading underscore, which no spec name has: `total` gives `_total_parts`
-    return f"{'' if name.startswith('_') else '_'}{name}_parts"
+    return ir.generated_name("parts", name)
 
 
 def _later_reads(kernel: ir.Kernel, phase_index: int) -> set[str]:
@@ -138,12 +141,17 @@ def _loop_variables(kernel: ir.Kernel) -> _LoopVariables:
 class _Place:
     """Where one block lies along the loop axis: `rows` indices from `offset`, block number
     `index` (the loop's variables inside the loop, constants for the tail after it);
-    `suffix` names its block-local values (`x_chunk`, `x_tail`)."""
+    `kind` names its block-local values (`_chunk_x`, `_tail_x`)."""
 
-    suffix: str
+    kind: str
     rows: int
     offset: ir.Index
     index: ir.Index
+    loop_has_tail: bool
+
+    def named(self, name: str) -> str:
+        """The block's own value of `name`."""
+        return ir.generated_name(self.kind, name)
 
     @property
     def in_loop(self) -> bool:
@@ -152,10 +160,10 @@ class _Place:
 
 def _places(loop: ir.Loop, variables: _LoopVariables) -> tuple[_Place, _Place | None]:
     """The loop's blocks: any iteration's, and the tail's if the chunks leave one."""
-    chunk = _Place("chunk", loop.chunk, variables.offset, variables.index)
+    chunk = _Place("chunk", loop.chunk, variables.offset, variables.index, bool(loop.tail))
     if not loop.tail:
         return chunk, None
-    return chunk, _Place("tail", loop.tail, loop.count * loop.chunk, loop.count)
+    return chunk, _Place("tail", loop.tail, loop.count * loop.chunk, loop.count, True)
 
 
 def _block_loop(
@@ -225,7 +233,7 @@ class _Block:
 
     def block_name(self, name: str) -> str:
         assert self.place is not None
-        return f"{name}_{self.place.suffix}"
+        return self.place.named(name)
 
     def offsets(self, rank: int, start: ir.Index) -> tuple[ir.Index, ...]:
         return tuple(start if axis == self.axis else 0 for axis in range(rank))
@@ -321,9 +329,12 @@ class _Block:
 
 
 def _accumulate(output: str, part: str, reduction: str, span: Span, place: _Place) -> ir.Accumulate:
-    """The loop's first iteration writes the part, the others and the tail combine
-    (accumulating into a temporary instead gives zeros on pypto 0.2.0)."""
-    first = place.index if place.in_loop else None
+    """The first block to run (the tail, or else the loop's first iteration) writes the
+    part, the others combine (accumulating into a temporary instead gives zeros on pypto
+    0.2.0)."""
+    if not place.in_loop:
+        return ir.Accumulate(output, part, reduction, span, overwrites=True)
+    first = None if place.loop_has_tail else place.index
     return ir.Accumulate(output, part, reduction, span, first_iteration=first)
 
 
@@ -360,8 +371,8 @@ def _cube_phase(
             shape, at = (k_size, rows), (0, place.offset)
         else:
             shape, at = (rows, k_size), (place.offset, 0)
-        a_block = ir.Ref(f"{a.name}_{place.suffix}", attrs.evolve(a.type, shape=shape), a.span)
-        part = f"{result}_{place.suffix}"
+        a_block = ir.Ref(place.named(a.name), attrs.evolve(a.type, shape=shape), a.span)
+        part = place.named(result)
         product = attrs.evolve(
             matmul,
             operands=(a_block, b),
@@ -409,12 +420,12 @@ def _window_phase(
         shape[loop.axis] = place.rows
         at = tuple(place.offset if axis == loop.axis else 0 for axis in range(len(shape)))
         view = ir.View(
-            f"{source.name}_{place.suffix}",
+            place.named(source.name),
             source.name,
             ir.TensorType(tuple(shape), source.type.dtype),
             at,
         )
-        part = f"{destination}_{place.suffix}"
+        part = place.named(destination)
         code, value = _window_steps(
             window, ir.Ref(view.name, view.type, source.span), part, phase.window, stmt.span
         )
@@ -443,6 +454,9 @@ def _window_steps(
     for number, step in enumerate(steps):
         axis, shape = step.working_axis, step.working_shape
 
+        def step_name(kind: str, number: int = number) -> str:
+            return ir.generated_name(f"{kind}{number}", name)
+
         def along(extent: int, shape: tuple[int, ...] = shape, axis: int = axis) -> ir.TensorType:
             return ir.TensorType(shape[:axis] + (extent,) + shape[axis + 1 :], dtype)
 
@@ -454,9 +468,9 @@ def _window_steps(
             )
             code += [
                 ir.SetVecTiles(step.swap_tile, f"window axis {step.axis}: last two axes exchanged"),
-                ir.Assign(f"{name}_swap{number}", swapped, span),
+                ir.Assign(step_name("swap"), swapped, span),
             ]
-            current = ir.Ref(f"{name}_swap{number}", swapped.type, span)
+            current = ir.Ref(step_name("swap"), swapped.type, span)
         code.append(ir.SetVecTiles(step.frame_tile, f"window axis {step.axis}: padding"))
         fill = ir.Fill(fill_sign * dtype.largest)
         padded = current
@@ -465,7 +479,7 @@ def _window_steps(
             if not extent:
                 continue
             if extent not in edges:
-                edge_name = f"{name}_fill{number}" + ("" if not edges else "b")
+                edge_name = step_name("fill" if not edges else "fillb")
                 code.append(
                     ir.Assign(edge_name, ir.Op("fill", (), along(extent), span, fill), span)
                 )
@@ -473,7 +487,7 @@ def _window_steps(
             edge = edges[extent]
             pair = (edge, padded) if at_front else (padded, edge)
             joined = along(padded.type.shape[axis] + extent)
-            label = f"{name}_{'front' if at_front else 'pad'}{number}"
+            label = step_name("front" if at_front else "pad")
             code.append(ir.Assign(label, ir.Op("cat", pair, joined, span, ir.Along(axis)), span))
             padded = ir.Ref(label, joined, span)
         outer, rows, stride, inner = step.split
@@ -481,12 +495,12 @@ def _window_steps(
         code += [
             ir.SetVecTiles(step.split_tile, f"window axis {step.axis}: taps"),
             ir.Assign(
-                f"{name}_split{number}",
+                step_name("split"),
                 ir.Op("reshape", (padded,), split_type, span, ir.Reshape(step.split)),
                 span,
             ),
         ]
-        split = ir.Ref(f"{name}_split{number}", split_type, span)
+        split = ir.Ref(step_name("split"), split_type, span)
         tap_type = ir.TensorType((outer, step.extent, 1, inner), dtype)
         taps = [
             ir.Op(
@@ -502,22 +516,23 @@ def _window_steps(
         for tap in taps[1:]:
             combined = ir.op(combine, combined, tap, span=span)
         code += [
-            ir.Assign(f"{name}_taps{number}", combined, span),
+            ir.Assign(step_name("taps"), combined, span),
             ir.SetVecTiles(step.result_tile, f"window axis {step.axis}: result"),
         ]
-        taps_ref = ir.Ref(f"{name}_taps{number}", combined.type, span)
+        taps_ref = ir.Ref(step_name("taps"), combined.type, span)
         unsplit = along(step.extent)
         value = ir.Op("reshape", (taps_ref,), unsplit, span, ir.Reshape(unsplit.shape))
         if step.transposed:
-            code.append(ir.Assign(f"{name}_unswap{number}", value, span))
-            unswap = ir.Ref(f"{name}_unswap{number}", value.type, span)
+            code.append(ir.Assign(step_name("unswap"), value, span))
+            unswap = ir.Ref(step_name("unswap"), value.type, span)
             last = len(shape) - 1
             value = ir.Op(
                 "swap", (unswap,), ir.TensorType(step.result, dtype), span, ir.Swap(last - 1, last)
             )
         if number < len(steps) - 1:
-            code.append(ir.Assign(f"{name}_axis{step.axis}", value, span))
-            current = ir.Ref(f"{name}_axis{step.axis}", value.type, span)
+            between = ir.generated_name(f"axis{step.axis}", name)
+            code.append(ir.Assign(between, value, span))
+            current = ir.Ref(between, value.type, span)
     if window.op == "window_mean":
         count = math.prod(window.attrs.size)
         value = ir.op("mul", value, ir.Const(1.0 / count, span), span=span)
@@ -542,7 +557,7 @@ def _k_split(
             shape, at = (place.rows, rows), (place.offset, 0)
         else:
             shape, at = (rows, place.rows), (0, place.offset)
-        name = f"{operand.name}_{place.suffix}"
+        name = place.named(operand.name)
         return ir.View(name, operand.name, attrs.evolve(operand.type, shape=shape), at)
 
     def block(place: _Place) -> list[ir.Instruction]:
@@ -552,7 +567,7 @@ def _k_split(
             ir.Ref(a_view.name, a_view.type, a.span),
             ir.Ref(b_view.name, b_view.type, b.span),
         )
-        part = f"{stmt.output}_{place.suffix}"
+        part = place.named(stmt.output)
         return [
             a_view,
             b_view,

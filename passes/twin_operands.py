@@ -3,7 +3,7 @@
 The cube reads a matmul operand in its declared layout, while every other use sees the
 input in the kernel's frame of axes (align_axes), which may merge, stretch or reorder its
 axes. A residual connection around a linear layer (`fc(x) + x`) reads `x` both ways: its
-matmul then reads a twin, `x_operand`, a second kernel input that forward fills from the
+matmul then reads a twin, `_operand_x`, a second kernel input that forward fills from the
 same tensor (a reshape of the same data, no copy). The twin comes first among the passes so
 that launches slice it as the matmul operand it is.
 """
@@ -14,8 +14,6 @@ import attrs
 
 from ptodsl import ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-
-TWIN_SUFFIX = "_operand"  # reserved: a spec name cannot end with it (typecheck)
 
 
 def read_by(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
@@ -35,7 +33,7 @@ def twin_operands(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.K
     both = {i.name for i in kernel.inputs} & operands & elsewhere
     if not both:
         return kernel
-    twins = {name: name + TWIN_SUFFIX for name in both}
+    twins = {name: ir.generated_name("operand", name) for name in both}
 
     def read_twins(node: ir.Expr) -> ir.Expr:
         if not (isinstance(node, ir.Op) and node.op == "matmul"):

@@ -84,7 +84,11 @@ def _arguments_text(values: tuple[int, ...]) -> str:
 
 
 def factory_name(kernel: ir.Kernel) -> str:
-    return f"make_{kernel.name}_kernel"
+    return f"_make_{kernel.name}_kernel"
+
+
+def kernel_function_name(kernel: ir.Kernel) -> str:
+    return f"_{kernel.name}_kernel"
 
 
 def factory_arguments(kernel: ir.Kernel) -> list[str]:
@@ -133,20 +137,22 @@ class _Printer:
         return emit_assignment(self.emitter, target, value, indent)
 
     def loop(self, loop: ir.BlockLoop, indent: str) -> list[str]:
-        """`for i in pypto.loop(...)` over the blocks, then the constant-size tail block."""
+        """The constant-size tail block, then `for i in pypto.loop(...)` over the others."""
         i = loop.index
         blocks = f'0, {loop.count}, 1, name="{loop.name}", idx_name="{i}"'
-        lines = [
+        lines = []
+        if loop.tail_size:
+            lines.append(
+                f"{indent}# The tail first: the last {loop.tail_size} of the loop axis "
+                "(after the loop, pypto drops it)."
+            )
+            lines += self.lines(loop.tail, indent)
+        return [
+            *lines,
             f"{indent}for {i} in pypto.loop({blocks}):",
             f"{indent}    {loop.offset} = {i} * {loop.chunk}",
             *self.lines(loop.body, indent + "    "),
         ]
-        if loop.tail_size:
-            lines.append(
-                f"{indent}# The last {loop.tail_size} of the loop axis: a constant-size tail."
-            )
-            lines += self.lines(loop.tail, indent)
-        return lines
 
 
 def _statement(instruction: ir.Instruction) -> str:
@@ -184,6 +190,8 @@ def _matmul(matmul: ir.Op) -> tuple[str, tuple[int, ...] | None]:
 def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:
     output, part = accumulate.output, accumulate.part
     combined = ops.lookup(accumulate.reduction).combine.format(output, part)
+    if accumulate.overwrites:
+        return [f"{indent}{output}[:] = {part}"]
     if accumulate.first_iteration is None:
         return [f"{indent}{output}[:] = {combined}"]
     return [
@@ -209,7 +217,7 @@ def _factory(kernel: ir.Kernel) -> list[str]:
             body.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
     body.append("")
     body.append('    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})')
-    body.append(f"    def {kernel.name}_kernel(")
+    body.append(f"    def {kernel_function_name(kernel)}(")
     for tensor in (*kernel.inputs, *kernel.outputs):
         shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
         body.append(
@@ -218,7 +226,7 @@ def _factory(kernel: ir.Kernel) -> list[str]:
     body.append("    ):")
     body += _kernel_lines(kernel)
     body.append("")
-    body.append(f"    return {kernel.name}_kernel")
+    body.append(f"    return {kernel_function_name(kernel)}")
     # The dims the body names (a size-1 or merged-away dim may appear nowhere).
     text = "\n".join(body)
     used = [d for d in kernel.dims if re.search(rf"\b{d.name}\b", text)]
@@ -284,7 +292,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
         # Weights are nn.Parameters: the kernel reads their values, never their gradients.
         read = tensor if tensor.twin_of is None else kernel.input(tensor.twin_of)
         value = read.name if read.init is None else f"self.{read.state_name}.detach()"
-        name = f"{tensor.name}_kernel"
+        name = ir.generated_name("kernel", tensor.name)
         # A sliced tensor is reshaped per launch, after its launch's chunk is cut.
         reshape = f".reshape{_arguments_text(tensor.kernel_shape)}"
         if kernel.is_sliced(tensor):

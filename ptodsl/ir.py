@@ -345,6 +345,15 @@ def elementwise_type(operands: tuple[Expr, ...]) -> Type:
     return TensorType(shape, tensors[0].dtype)
 
 
+def generated_name(kind: str, base: str | None = None) -> str:
+    """A name ptodsl makes up: `_<kind>` (`_t0`) or `_<kind>_<base>` (`_chunk_x`, the chunk of
+    `x`). Spec names cannot start with `_` and a kind has none, so reading the kind up to
+    the first `_` recovers both parts: a generated name never equals a spec name or another
+    generated name."""
+    assert kind and "_" not in kind and kind.isidentifier(), kind
+    return f"_{kind}" if base is None else f"_{kind}_{base}"
+
+
 def op(name: str, *operands: Expr, span: Span) -> Op:
     """A new elementwise op whose type follows from its operands."""
     return Op(name, operands, elementwise_type(operands), span)
@@ -986,14 +995,16 @@ class Assemble:
 @attrs.frozen
 class Accumulate:
     """Adds a block's partial reduction `part` into the whole `output`, combined as the op
-    `reduction`'s registry entry says. On iteration 0 of the loop variable `first_iteration`
-    the part is written instead; None: every run combines (a tail block after the loop)."""
+    `reduction`'s registry entry says. The first block to run writes the part instead: the
+    tail when the loop has one (`overwrites`), else iteration 0 of the loop variable
+    `first_iteration`; with neither, every run combines."""
 
     output: str
     part: str
     reduction: str
     span: Span
     first_iteration: str | None = None
+    overwrites: bool = False
 
 
 @attrs.frozen
@@ -1006,10 +1017,12 @@ class Comment:
 @attrs.frozen
 class BlockLoop:
     """`for index in pypto.loop(0, count)`: `body` runs on block `index`, the `chunk`
-    indices of kernel axis `axis` starting at `offset` (= index * chunk); then `tail` runs
-    once on the last `tail_size` indices, at the constant offset count * chunk. Names the
-    body or the tail binds are local to it, except `exports`: values that do not depend on
-    the block, which instructions after the loop read."""
+    indices of kernel axis `axis` starting at `offset` (= index * chunk). `tail`, on the
+    last `tail_size` indices at the constant offset count * chunk, runs once before the
+    loop: pypto 0.2.0 drops what a block after a loop assembles into a kernel-local tensor
+    the loop assembles into too. Names the body or the tail binds are local to it, except
+    `exports`: values that do not depend on the block, which instructions after the loop
+    read."""
 
     name: str
     axis: int
@@ -1060,18 +1073,18 @@ def format_instructions(instructions: tuple[Instruction, ...], indent: str) -> l
     for instruction in instructions:
         if isinstance(instruction, BlockLoop):
             loop = instruction
+            if loop.tail_size:  # runs first
+                at = loop.count * loop.chunk
+                lines.append(
+                    f"{indent}tail: the last {loop.tail_size} of axis {loop.axis}, at {at}"
+                )
+                lines += format_instructions(loop.tail, indent + "  ")
             exports = f", exports {', '.join(loop.exports)}" if loop.exports else ""
             lines.append(
                 f"{indent}loop {loop.name} on axis {loop.axis}: {loop.index} in 0..{loop.count}, "
                 f"{loop.offset} = {loop.index} * {loop.chunk}{exports}"
             )
             lines += format_instructions(loop.body, indent + "  ")
-            if loop.tail_size:
-                at = loop.count * loop.chunk
-                lines.append(
-                    f"{indent}tail: the last {loop.tail_size} of axis {loop.axis}, at {at}"
-                )
-                lines += format_instructions(loop.tail, indent + "  ")
         else:
             lines.append(indent + _format_instruction(instruction))
     return lines
@@ -1093,8 +1106,9 @@ def _format_instruction(instruction: Instruction) -> str:
             return f"{output} <- {format_expr(value)}"
         case Assemble(part, into, offsets):
             return f"assemble {part} into {into} at {format_indexes(offsets)}"
-        case Accumulate(output, part, reduction, _, first):
+        case Accumulate(output, part, reduction, _, first, overwrites):
             first_writes = f", written when {first} == 0" if first else ""
+            first_writes = ", written (the first block)" if overwrites else first_writes
             return f"accumulate {part} into {output} by {reduction}{first_writes}"
         case Comment(text):
             return f"# {text}"

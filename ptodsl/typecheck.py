@@ -6,7 +6,6 @@ import builtins
 import difflib
 import keyword
 import math
-import re
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -76,14 +75,12 @@ MAX_DECLARED_RANK = 8
 GENERATED_NAMES = frozenset(
     "pypto torch os math functools importlib self super kernel ModelNew".split()
 )
-GENERATED_SUFFIXES = ("_chunk", "_tail", "_kernel", "_operand")
 # PyPTO's shape size (elements of one tensor) must not exceed INT32_MAX.
 MAX_ELEMENTS = 2**31 - 1
 # Generated Python spells one level of a spec expression with up to three parentheses, and
 # Python's parser stops at 200; a left-associative chain (`a + b + c`) is printed flat.
 MAX_NESTING = 50
 MAX_TERMS = 1000  # nodes in one statement's expression
-GENERATED_SCALAR = re.compile(r"scalar_[0-9]+$")
 # The kernel's name names files (`<name>.py`, temporaries around it): well below the 255
 # bytes a file name may have.
 MAX_KERNEL_NAME = 100
@@ -91,7 +88,7 @@ MAX_KERNEL_NAME = 100
 
 def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
     """Spec names become Python names in generated code: keep them from shadowing anything.
-    The kernel's name only appears inside `make_<name>_kernel`, so suffixes are safe there."""
+    Names ptodsl makes up start with `_` (`ir.generated_name`), so no spec name may."""
     problem = None
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         problem = "is a Python keyword"
@@ -99,12 +96,8 @@ def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
         problem = "is a Python builtin"
     elif name in GENERATED_NAMES:
         problem = "is a name the generated module uses"
-    elif (
-        name.startswith("_")
-        or not kernel
-        and (name.endswith(GENERATED_SUFFIXES) or GENERATED_SCALAR.match(name))
-    ):
-        problem = "looks like a name ptodsl generates (`_x`, `x_chunk`, `scalar_0`, ...)"
+    elif name.startswith("_"):
+        problem = "starts with `_`, which is kept for the names ptodsl generates"
     elif kernel and len(name) > MAX_KERNEL_NAME:
         raise SpecError(
             f"the kernel's name has {len(name)} characters, more than {MAX_KERNEL_NAME}",

@@ -661,7 +661,13 @@ class _ProgramVerifier:
             self.fail(f"accumulates by `{accumulate.reduction}`, which has no combine rule")
         if not self.vector_tiles:
             self.fail("an accumulation runs before vector tiles are set")
-        if first is not None:
+        if accumulate.overwrites:
+            if scope.loop is not None:
+                self.fail(f"accumulation into `{output}` overwrites it in every iteration")
+            self.unwritten.discard(output)
+        elif first is not None:
+            if output not in self.unwritten:
+                self.fail(f"accumulation into `{output}` writes it again, dropping earlier blocks")
             if scope.loop is None or first != scope.loop.index:
                 self.fail(
                     f"accumulation into `{output}` writes first on `{first}`, not its loop's index"
@@ -692,8 +698,8 @@ class _ProgramVerifier:
             self.fail(f"loop `{loop.name}`'s variables shadow a name")
         iterations = [{loop.index: i, loop.offset: i * loop.chunk} for i in range(loop.count)]
         blocks = _Scope(scope.names, iterations, loop)
-        body = self.block(loop.body, blocks)
         tail = self.block(loop.tail, attrs.evolve(blocks, iterations=[{}], loop=None))
+        body = self.block(loop.body, blocks)
         self.covered(blocks.pieces, f"loop `{loop.name}`")
         exported = []
         for name in loop.exports:

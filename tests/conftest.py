@@ -8,12 +8,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import settings
+
+from ptodsl.target import PYPTO_0_2_0
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.pto"))
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
+# A target whose tile limits are tiny: kernels loop (with tails, partial results) at sizes
+# the simulator checks in seconds.
+TINY_TILES = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 # Examples too large for `ptodsl check` in CI on 2 cores (minutes and >10 GB each at their

@@ -59,7 +59,7 @@ def test_an_offset_on_a_heavy_tailed_output_fails(tmp_path):
 
 def test_a_few_zeroed_outputs_fail(tmp_path):
     spec = compiled(EXP)
-    launch = "        _launch(make_exp3_kernel, (), 1, x_kernel, y)\n"
+    launch = "        _launch(_make_exp3_kernel, (), 1, _kernel_x, y)\n"
     zeroed = launch + "        y.view(-1)[::43] = 0.0\n"
     path = wrong_kernel(tmp_path, spec, launch, zeroed)
     report = run_check(spec, kernel_path=path)
@@ -427,21 +427,21 @@ y = window_max(x, axis=[2, 3], size=3, stride=2, padding=1)
     [
         # a window of two: the third tap along H replaced by the first
         (
-            "pypto.view(y_split0, [6, 6, 1, 12], [0, 1, 0, 0])",
-            "pypto.view(y_split0, [6, 6, 1, 12], [0, 0, 0, 0])",
+            "pypto.view(_split0_y, [6, 6, 1, 12], [0, 1, 0, 0])",
+            "pypto.view(_split0_y, [6, 6, 1, 12], [0, 0, 0, 0])",
         ),
         # the first tap along W a stride late
         (
-            "pypto.view(y_split1, [6, 6, 1, 6], [0, 0, 0, 0])",
-            "pypto.view(y_split1, [6, 6, 1, 6], [0, 1, 0, 0])",
+            "pypto.view(_split1_y, [6, 6, 1, 6], [0, 0, 0, 0])",
+            "pypto.view(_split1_y, [6, 6, 1, 6], [0, 1, 0, 0])",
         ),
         # zero padding: an all-negative edge window then gives 0
         (
-            "y_fill0 = pypto.full([6, 1, 12], -3.4028234663852886e+38",
-            "y_fill0 = pypto.full([6, 1, 12], 0.0",
+            "_fill0_y = pypto.full([6, 1, 12], -3.4028234663852886e+38",
+            "_fill0_y = pypto.full([6, 1, 12], 0.0",
         ),
         # H and W swapped in the result
-        ("y[:] = pypto.transpose(y_unswap1, 1, 2)", "y[:] = y_unswap1"),
+        ("y[:] = pypto.transpose(_unswap1_y, 1, 2)", "y[:] = _unswap1_y"),
     ],
     ids=["tap_dropped", "tap_a_stride_late", "zero_padding", "axes_swapped"],
 )
@@ -456,7 +456,7 @@ def test_a_wrong_window_fails(old, new, tmp_path):
     [
         ("* 0.1111111111111111", "* 0.125"),  # averaged over 8, not the window's 9
         # the padding an average counts holds 1, not 0
-        ("y_fill0 = pypto.full([6, 1, 12], 0.0", "y_fill0 = pypto.full([6, 1, 12], 1.0"),
+        ("_fill0_y = pypto.full([6, 1, 12], 0.0", "_fill0_y = pypto.full([6, 1, 12], 1.0"),
     ],
     ids=["divisor", "nonzero_padding"],
 )

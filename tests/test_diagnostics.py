@@ -25,7 +25,7 @@ CASES = {
     "keyword_as_name": HEADER + "input lambda: f32[M, N]\n",
     "builtin_as_name": HEADER + "input print: f32[M]\n",
     "module_as_name": HEADER + "param torch: f32 = 1.0\n",
-    "generated_suffix_as_name": HEADER + "input x_chunk: f32[M, N]\n",
+    "generated_name_as_name": HEADER + "input _chunk_x: f32[M, N]\n",
     "unknown_dtype": HEADER + "input x: f64[M, N]\n",
     "duplicate_name": HEADER + "input M: f32[M]\n",
     "zero_dim": "kernel k\ndims N = 0\n",

@@ -7,9 +7,10 @@ import ast
 import math
 
 import pytest
-from conftest import ruff_check
+from conftest import TINY_TILES, ruff_check
 
 import ptodsl
+from ptodsl.checking import run_check
 from ptodsl.diagnostics import SpecError
 
 HOSTILE = [
@@ -22,8 +23,10 @@ HOSTILE = [
     "__init__", "__class__", "__name__", "__builtins__",
     # the generated module's imports and helpers
     "pypto", "torch", "os", "math", "functools", "importlib", "_expect", "_run_mode",
-    "ModelNew", "make_k_kernel", "k_kernel", "x_kernel", "self", "super", "kernel",
-    "x_chunk", "x_tail", "scalar_0", "_t0", "_r1",
+    "ModelNew", "self", "super", "kernel",
+    # names ptodsl generates (`ir.generated_name`)
+    "_make_k_kernel", "_k_kernel", "_kernel_x", "_chunk_x", "_tail_x", "_scalar0", "_t0", "_r1",
+    "_parts_x", "_operand_x",
 ]  # fmt: skip
 # Non-ASCII look-alikes never lex as names: Cyrillic a/o/e, fullwidth x, dotless i.
 LOOK_ALIKES = ["\u0430", "x\u043e", "\u0435ps", "\uff58", "\u0131", "x\u200b"]
@@ -77,7 +80,7 @@ def test_loop_variables_give_way_to_the_specs_names(tmp_path):
     source = ptodsl.compile(LOOPED, name="looped.pto").source
     assert 'for i3 in pypto.loop(0, 2, 1, name="k_phase0", idx_name="i3"):' in source
     assert "offset2 = i3 * 2048" in source
-    assert "i, offset = 4096, 16384" in source and "x_chunk * i2" in source
+    assert "i, offset = 4096, 16384" in source and "_chunk_x * i2" in source
     path = tmp_path / "looped.py"
     path.write_text(source)
     assert ruff_check(path).returncode == 0
@@ -92,11 +95,7 @@ def test_ambiguous_names_are_kept_and_the_module_still_passes_ruff(tmp_path):
     assert ruff_check(path).returncode == 0, ruff_check(path).stdout
 
 
-# The kernel's name only appears inside `make_<name>_kernel`: generated suffixes are safe.
-SAFE_FOR_KERNELS = {"make_k_kernel", "k_kernel", "x_kernel", "x_chunk", "x_tail", "scalar_0"}
-
-
-@pytest.mark.parametrize("name", [n for n in HOSTILE if n not in SAFE_FOR_KERNELS] + LOOK_ALIKES)
+@pytest.mark.parametrize("name", HOSTILE + LOOK_ALIKES)
 def test_hostile_kernel_name_is_a_located_error(name):
     text = f"kernel {name}\ninput x: f32[4]\noutput y: f32[4]\ny = x\n"
     with pytest.raises(SpecError) as raised:
@@ -136,9 +135,9 @@ def test_comments_and_file_names_cannot_inject_code():
             assert isinstance(statement, ast.FunctionDef | ast.ClassDef), ast.dump(statement)
             top_level.append(statement.name)
     assert top_level[0] == "docstring"
-    expected = {"import", "_expect", "_run_mode", "_launch", "make_evil_kernel", "ModelNew"}
+    expected = {"import", "_expect", "_run_mode", "_launch", "_make_evil_kernel", "ModelNew"}
     assert set(top_level[1:]) == expected
-    assert top_level.count("make_evil_kernel") == top_level.count("ModelNew") == 1
+    assert top_level.count("_make_evil_kernel") == top_level.count("ModelNew") == 1
     imported = {alias.name for s in module.body if isinstance(s, ast.Import) for alias in s.names}
     assert imported <= {"functools", "importlib.util", "math", "os", "pypto", "torch"}
 
@@ -146,7 +145,7 @@ def test_comments_and_file_names_cannot_inject_code():
 def test_float_literals_round_trip_exactly():
     compiled = ptodsl.compile(INJECTION, name="evil.pto")
     module = ast.parse(compiled.source)
-    factory = next(s for s in module.body if getattr(s, "name", "") == "make_evil_kernel")
+    factory = next(s for s in module.body if getattr(s, "name", "") == "_make_evil_kernel")
     model = next(s for s in module.body if getattr(s, "name", "") == "ModelNew")
     init = next(s for s in model.body if getattr(s, "name", "") == "__init__")
     defaults = dict(
@@ -167,10 +166,19 @@ def test_float_literals_round_trip_exactly():
     assert literals <= {*SPEC_VALUES.values(), -1.0, 1.0, 0.0}, literals
 
 
+def assigned_names(tree: ast.AST) -> set[str]:
+    """Every name the code binds (assignments, loop variables)."""
+    return {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+
+
 def test_a_loops_partial_results_never_take_a_spec_name():
     """A `let` the loop splits writes its blocks' partial results into a tensor named after
     it. It was `total_parts`, which a spec may declare too (a crash, or for a `let` a wrong
-    result); generated names now start with an underscore, which spec names cannot."""
+    result); generated names start with an underscore, which spec names cannot."""
     text = """kernel k
 dims N = 16, C = 64, H = 256, W = 256
 input x: f32[N, C, H, W]
@@ -181,14 +189,55 @@ y = x / sqrt(total) + total_parts
 """
     compiled = ptodsl.compile(text, "k.pto", tuning=None)
     source = compiled.source
-    assert "_total_parts = pypto.Tensor(" in source
+    assert "_parts_total = pypto.Tensor(" in source
     assert "total_parts: pypto.Tensor(" in source  # the input, as the spec names it
-    tree = ast.parse(source)
-    assigned = {
-        target.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-    assert "_total_parts" in assigned and "total_parts" not in assigned  # never rebinds it
+    assigned = assigned_names(ast.parse(source))
+    assert "_parts_total" in assigned and "total_parts" not in assigned  # never rebinds it
+
+
+LIKE_GENERATED = """kernel k_kernel
+dims x_tail = 23, scalar_0 = 300
+param make_k_kernel: f32 = 2.0
+input x_chunk: f32[x_tail, scalar_0]
+input x_kernel: f32[x_tail, scalar_0]
+output y: f32[x_tail, scalar_0]
+let x_parts = sum(x_chunk * x_chunk)
+y = x_chunk / sqrt(x_parts) * (make_k_kernel * 3.0) + x_kernel
+"""
+TWIN_NAMED_LIKE_ITS_TWIN = """kernel r
+dims B = 64, K = 128
+input x: f32[B, K]
+input x_operand: f32[B, K]
+weight fc: linear(K, K)
+output y: f32[B, K]
+y = fc(x) + x * x_operand
+"""
+
+
+@pytest.mark.parametrize("text", [LIKE_GENERATED, TWIN_NAMED_LIKE_ITS_TWIN], ids=["loop", "twin"])
+def test_names_like_generated_ones_are_the_users_and_compute_right(text, tmp_path):
+    """The names ptodsl once reserved by suffix (`x_chunk`, `x_tail`, `x_kernel`, `x_parts`,
+    `x_operand`, `scalar_0`, `make_k_kernel`) are spec names like any other: kept as
+    written, never rebound by generated code, and the kernel (looped here, with a tail, a
+    hoisted scalar, partial results and a matmul twin) computes the reference."""
+    compiled = ptodsl.compile(text, name="like.pto", target=TINY_TILES)
+    checked = compiled.lowered.checked
+    spec_names = {t.name for t in (*checked.inputs, *checked.outputs)}
+    spec_names |= {p.name for p in checked.params} | {d.name for d in checked.dims}
+    function = f"_{checked.name}_kernel"
+    kernel = next(
+        n for n in ast.walk(ast.parse(compiled.source)) if getattr(n, "name", "") == function
+    )
+    assigned = assigned_names(kernel)
+    assert not spec_names & assigned  # the let `x_parts` is the spec's own binding
+    if "x_tail" in text:
+        assert {"_chunk_x_chunk", "_tail_x_chunk", "_parts_x_parts"} <= assigned
+        assert "_scalar0 = make_k_kernel * 3.0" in compiled.source
+    else:
+        assert "_operand_x: pypto.Tensor(" in compiled.source
+        assert "x_operand: pypto.Tensor(" in compiled.source
+    path = tmp_path / "like.py"
+    path.write_text(compiled.source)
+    assert ruff_check(path).returncode == 0, ruff_check(path).stdout
+    report = run_check(compiled)
+    assert report.ok, report.to_json()

@@ -118,7 +118,7 @@ def test_a_split_kernel_passes_check(text):
 
 WRONG_LAUNCHES = {
     "the last launch left out": ("range(0, 256, 64)", "range(0, 192, 64)"),
-    "every launch reads the first rows": ("A_kernel[start : start + 64]", "A_kernel[0:64]"),
+    "every launch reads the first rows": ("_kernel_A[start : start + 64]", "_kernel_A[0:64]"),
     "every launch writes the first rows": ("C[start : start + 64]", "C[0:64]"),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from conftest import TINY_TILES
 
 from ptodsl import ir
 from ptodsl.diagnostics import Source
@@ -127,8 +128,8 @@ def test_hoist_scalars_moves_param_arithmetic_before_its_use():
     )
     hoisted = hoist_scalars(kernel)
     lets = [(s.name, ir.format_expr(s.value)) for s in hoisted.body if isinstance(s, ir.Let)]
-    assert lets == [("k", "add(a, 1.0)"), ("scalar_0", "mul(k, a)")]
-    assert values(hoisted)[-1] == "mul(x, scalar_0)"
+    assert lets == [("k", "add(a, 1.0)"), ("_scalar0", "mul(k, a)")]
+    assert values(hoisted)[-1] == "mul(x, _scalar0)"
 
 
 # ---- output_safety -----------------------------------------------------------------------
@@ -224,9 +225,8 @@ def test_a_scan_is_never_looped_over_and_its_last_axis_tile_is_the_measured_one(
     body = "output y: f32[R, C]\ny = cumsum(x, axis=1, reverse=true)\n"
     (phase,) = lower(Source(f"kernel k\n{decls}{body}", "k.pto")).kernel.schedule.phases
     assert phase.tile == (8, 1024)  # the spill-safe budget, an unbalanced last axis
-    tiny = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
     spec = Source(f"kernel k\n{decls.replace('20000', '3000')}{body}", "k.pto")
-    (phase,) = lower(spec, target=tiny).kernel.schedule.phases
+    (phase,) = lower(spec, target=TINY_TILES).kernel.schedule.phases
     assert phase.loop is not None and phase.loop.axis == 0
 
 
@@ -343,11 +343,8 @@ def test_tiling_keeps_same_shape_statements_in_one_phase():
 
 # ---- materialise -------------------------------------------------------------------------
 
-# Tiny limits make small kernels loop, with tails (as tests/test_loops_in_sim.py does).
-TINY = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
 
-
-def materialised(body: str, decls: str, target: Target = TINY) -> list[str]:
+def materialised(body: str, decls: str, target: Target = TINY_TILES) -> list[str]:
     """The program `materialise` makes of a spec lowered up to `loops`, as `--emit` lists it,
     each line prefixed with its phase number."""
     kernel = lower(Source(f"kernel k\n{decls}{body}", "k.pto"), target=target, until="loops").kernel
@@ -376,35 +373,37 @@ def test_materialise_spells_out_views_temporaries_partial_results_and_the_tail()
     assert materialised("let t = exp(x)\nlet s = sum(t * t)\ny = t / s\n", decls) == [
         "0| set vector tiles [8, 64]",
         "0| allocate t: f32[50, 64]",  # read by the next phase: assembled full-size
-        "0| allocate _s_parts: f32[3, 1]",  # reduces the loop axis: one partial result per block
-        "0| loop k_phase0 on axis 0: i in 0..2, offset = i * 24",
-        "0|   view x_chunk: f32[24, 64] of x at [offset, 0]",
-        "0|   let t_chunk: f32[24, 64] = exp(x_chunk)",
-        "0|   assemble t_chunk into t at [offset, 0]",
-        "0|   let s_chunk: f32[1, 1] = "
-        "sum(sum(mul(t_chunk, t_chunk), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   assemble s_chunk into _s_parts at [i, 0]",
-        "0| tail: the last 2 of axis 0, at 48",
+        "0| allocate _parts_s: f32[3, 1]",  # reduces the loop axis: one partial result per block
+        "0| tail: the last 2 of axis 0, at 48",  # first: after the loop pypto drops its writes
         "0|   set vector tiles [2, 64]",  # the tail is shorter than the tile
-        "0|   view x_tail: f32[2, 64] of x at [48, 0]",
-        "0|   let t_tail: f32[2, 64] = exp(x_tail)",
-        "0|   assemble t_tail into t at [48, 0]",
-        "0|   let s_tail: f32[1, 1] = "
-        "sum(sum(mul(t_tail, t_tail), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   assemble s_tail into _s_parts at [2, 0]",
+        "0|   view _tail_x: f32[2, 64] of x at [48, 0]",
+        "0|   let _tail_t: f32[2, 64] = exp(_tail_x)",
+        "0|   assemble _tail_t into t at [48, 0]",
+        "0|   let _tail_s: f32[1, 1] = "
+        "sum(sum(mul(_tail_t, _tail_t), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
+        "0|   assemble _tail_s into _parts_s at [2, 0]",
+        "0|   set vector tiles [8, 64]",  # the loop's blocks take the phase's tile again
+        "0| loop k_phase0 on axis 0: i in 0..2, offset = i * 24",
+        "0|   view _chunk_x: f32[24, 64] of x at [offset, 0]",
+        "0|   let _chunk_t: f32[24, 64] = exp(_chunk_x)",
+        "0|   assemble _chunk_t into t at [offset, 0]",
+        "0|   let _chunk_s: f32[1, 1] = "
+        "sum(sum(mul(_chunk_t, _chunk_t), axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
+        "0|   assemble _chunk_s into _parts_s at [i, 0]",
         "0| # s: the partial results of the 3 blocks, combined.",
         "0| set vector tiles [3, 1]",
-        "0| let s: f32[1, 1] = sum(_s_parts, axes=(0,), keepdim=True)",
+        "0| let s: f32[1, 1] = sum(_parts_s, axes=(0,), keepdim=True)",
         "1| set vector tiles [8, 64]",
-        "1| loop k_phase1 on axis 0: i in 0..2, offset = i * 24",
-        "1|   view t_chunk: f32[24, 64] of t at [offset, 0]",
-        "1|   let y_chunk: f32[24, 64] = div(t_chunk, expand(s, shape=(24, 1)))",
-        "1|   assemble y_chunk into y at [offset, 0]",
         "1| tail: the last 2 of axis 0, at 48",
         "1|   set vector tiles [2, 64]",
-        "1|   view t_tail: f32[2, 64] of t at [48, 0]",
-        "1|   let y_tail: f32[2, 64] = div(t_tail, expand(s, shape=(2, 1)))",
-        "1|   assemble y_tail into y at [48, 0]",
+        "1|   view _tail_t: f32[2, 64] of t at [48, 0]",
+        "1|   let _tail_y: f32[2, 64] = div(_tail_t, expand(s, shape=(2, 1)))",
+        "1|   assemble _tail_y into y at [48, 0]",
+        "1|   set vector tiles [8, 64]",
+        "1| loop k_phase1 on axis 0: i in 0..2, offset = i * 24",
+        "1|   view _chunk_t: f32[24, 64] of t at [offset, 0]",
+        "1|   let _chunk_y: f32[24, 64] = div(_chunk_t, expand(s, shape=(24, 1)))",
+        "1|   assemble _chunk_y into y at [offset, 0]",
     ]
 
 
@@ -412,16 +411,16 @@ def test_materialise_accumulates_a_reduction_over_the_loop_axis_into_its_output(
     lines = materialised("y = sum(x)\n", "input x: f32[23, 512]\noutput y: f32[]\n")
     assert lines == [
         "0| set vector tiles [1, 512]",
-        "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5",
-        "0|   view x_chunk: f32[5, 512] of x at [offset, 0]",
-        "0|   let y_chunk: f32[1, 1] = "
-        "sum(sum(x_chunk, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   accumulate y_chunk into y by sum, written when i == 0",
         "0| tail: the last 3 of axis 0, at 20",
-        "0|   view x_tail: f32[3, 512] of x at [20, 0]",
-        "0|   let y_tail: f32[1, 1] = "
-        "sum(sum(x_tail, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
-        "0|   accumulate y_tail into y by sum",
+        "0|   view _tail_x: f32[3, 512] of x at [20, 0]",
+        "0|   let _tail_y: f32[1, 1] = "
+        "sum(sum(_tail_x, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
+        "0|   accumulate _tail_y into y by sum, written (the first block)",
+        "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5",
+        "0|   view _chunk_x: f32[5, 512] of x at [offset, 0]",
+        "0|   let _chunk_y: f32[1, 1] = "
+        "sum(sum(_chunk_x, axes=(1,), keepdim=True), axes=(0,), keepdim=True)",
+        "0|   accumulate _chunk_y into y by sum",
     ]
 
 
@@ -431,8 +430,9 @@ def test_materialise_exports_a_loop_invariant_let_and_sizes_expansions_to_the_bl
     lines = materialised(body, decls)
     assert "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5, exports t" in lines
     assert "0|   let t: f32[1, 512] = exp(w)" in lines  # the same in every block
-    assert "1|   let y_chunk: f32[5, 512] = add(mul(x_chunk, t), expand(s, shape=(5, 1)))" in lines
-    assert "1|   let y_tail: f32[3, 512] = add(mul(x_tail, t), expand(s, shape=(3, 1)))" in lines
+    chunk = "1|   let _chunk_y: f32[5, 512] = add(mul(_chunk_x, t), expand(s, shape=(5, 1)))"
+    assert chunk in lines
+    assert "1|   let _tail_y: f32[3, 512] = add(mul(_tail_x, t), expand(s, shape=(3, 1)))" in lines
 
 
 def test_materialise_chunks_a_matmul_over_m_into_a_temporary():
@@ -442,14 +442,14 @@ def test_materialise_chunks_a_matmul_over_m_into_a_temporary():
     assert materialised("y = relu(a @ b + c)\n", decls, PYPTO_0_2_0) == [
         "0| set cube tiles m [128, 128], k [64, 64], n [32, 32]",
         "0| allocate _m0: f32[200, 32]",
-        "0| loop k_phase0 on axis 0: i in 0..1, offset = i * 128",
-        "0|   view a_chunk: f32[128, 64] of a at [offset, 0]",
-        "0|   let _m0_chunk: f32[128, 32] = matmul(a_chunk, b, a_trans=False, b_trans=False)",
-        "0|   assemble _m0_chunk into _m0 at [offset, 0]",
         "0| tail: the last 72 of axis 0, at 128",
-        "0|   view a_tail: f32[72, 64] of a at [128, 0]",
-        "0|   let _m0_tail: f32[72, 32] = matmul(a_tail, b, a_trans=False, b_trans=False)",
-        "0|   assemble _m0_tail into _m0 at [128, 0]",
+        "0|   view _tail_a: f32[72, 64] of a at [128, 0]",
+        "0|   let _tail__m0: f32[72, 32] = matmul(_tail_a, b, a_trans=False, b_trans=False)",
+        "0|   assemble _tail__m0 into _m0 at [128, 0]",
+        "0| loop k_phase0 on axis 0: i in 0..1, offset = i * 128",
+        "0|   view _chunk_a: f32[128, 64] of a at [offset, 0]",
+        "0|   let _chunk__m0: f32[128, 32] = matmul(_chunk_a, b, a_trans=False, b_trans=False)",
+        "0|   assemble _chunk__m0 into _m0 at [offset, 0]",
         "1| set vector tiles [200, 32]",
         "1| y <- relu(add(_m0, c))",
     ]
@@ -462,15 +462,15 @@ def test_materialise_splits_a_long_contraction_into_accumulated_k_chunks():
         "0| set cube tiles m [16, 16], k [64, 256], n [16, 16]",
         "0| set vector tiles [16, 16] (for the accumulation)",
         "0| loop k_phase0 on axis 2: i in 0..3, offset = i * 100",
-        "0|   view a_chunk: f32[100, 16] of a at [offset, 0]",  # stored [K, M]
-        "0|   view b_chunk: f32[16, 100] of b at [0, offset]",  # stored [N, K]
-        "0|   let y_chunk: f32[16, 16] = matmul(a_chunk, b_chunk, a_trans=True, b_trans=True)",
-        "0|   accumulate y_chunk into y by sum, written when i == 0",
+        "0|   view _chunk_a: f32[100, 16] of a at [offset, 0]",  # stored [K, M]
+        "0|   view _chunk_b: f32[16, 100] of b at [0, offset]",  # stored [N, K]
+        "0|   let _chunk_y: f32[16, 16] = matmul(_chunk_a, _chunk_b, a_trans=True, b_trans=True)",
+        "0|   accumulate _chunk_y into y by sum, written when i == 0",
     ]
 
 
 def test_materialise_keeps_the_statements_and_the_schedule():
     source = Source("kernel k\ninput x: f32[23, 512]\noutput y: f32[]\ny = sum(x)\n", "k.pto")
-    kernel = lower(source, target=TINY, until="loops").kernel
-    after = materialise(kernel, PassContext(TINY))
+    kernel = lower(source, target=TINY_TILES, until="loops").kernel
+    after = materialise(kernel, PassContext(TINY_TILES))
     assert attrs.evolve(after, program=None) == kernel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, TINY_TILES
 from hypothesis import given
 from specgen import specs
 
@@ -87,10 +87,9 @@ def test_the_verifier_catches_broken_ir():
 
 
 # Tiny limits make small kernels loop, with tails (as tests/test_loops_in_sim.py does).
-TINY = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
 # Phase 0 assembles `t` into a temporary and `s`'s partial results, phase 1 the output `y`;
-# both loops have a tail: [SetVecTiles, Allocate t, Allocate _s_parts, BlockLoop, Comment,
-# SetVecTiles, Assign s] and [SetVecTiles, BlockLoop].
+# both loops have a tail, which runs first: [SetVecTiles, Allocate t, Allocate _parts_s,
+# BlockLoop, Comment, SetVecTiles, Assign s] and [SetVecTiles, BlockLoop].
 PARTS = Source(
     "kernel p\ninput x: f32[50, 64]\noutput y: f32[50, 64]\n"
     "let t = exp(x)\nlet s = sum(t * t)\ny = t / s\n",
@@ -107,7 +106,7 @@ def replace(instructions: tuple, index: int, *new) -> tuple:
 class Materialised:
     """A lowered kernel whose materialised program a test breaks, one change at a time."""
 
-    def __init__(self, source: Source, target=TINY):
+    def __init__(self, source: Source, target=TINY_TILES):
         self.target = target
         self.kernel = lower(source, target=target).kernel
         verify(self.kernel, "materialise", target, PASS_NAMES)  # intact, it verifies
@@ -141,16 +140,16 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
     span = parts.kernel.body[0].span
     f32 = ir.DType.F32
     # a block-local name read after its loop, which does not export it
-    s_chunk = ir.Ref("s_chunk", ir.TensorType((1, 1), f32), span)
+    s_chunk = ir.Ref("_chunk_s", ir.TensorType((1, 1), f32), span)
     combine = parts.code(0)[6]
     local = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(s_chunk,)))
-    parts.broken(parts.with_code(0, replace(parts.code(0), 6, local)), "reads `s_chunk` before")
+    parts.broken(parts.with_code(0, replace(parts.code(0), 6, local)), "reads `_chunk_s` before")
     # a name read as another type than it was defined with
-    misread = ir.Ref("_s_parts", ir.TensorType((4, 1), f32), span)
+    misread = ir.Ref("_parts_s", ir.TensorType((4, 1), f32), span)
     wrong = attrs.evolve(combine, value=attrs.evolve(combine.value, operands=(misread,)))
     parts.broken(
         parts.with_code(0, replace(parts.code(0), 6, wrong)),
-        r"reads `_s_parts` as f32\[4, 1\], defined as f32\[3, 1\]",
+        r"reads `_parts_s` as f32\[4, 1\], defined as f32\[3, 1\]",
     )
     # an expression that is not well typed at the block's size
     body = parts.loop(0).body
@@ -172,24 +171,25 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
 
 def test_the_verifier_catches_broken_views_assembles_and_coverage():
     parts = Materialised(PARTS)
-    tail = parts.loop(0).tail  # [SetVecTiles, View x_tail, Assign, Assemble t, Assign, Assemble]
+    # [SetVecTiles, View _tail_x, Assign, Assemble t, Assign, Assemble, SetVecTiles]
+    tail = parts.loop(0).tail
     past_the_end = attrs.evolve(tail[1], offsets=(49, 0))
     parts.broken(
         parts.with_loop(0, tail=replace(tail, 1, past_the_end)),
-        r"view `x_tail` of `x`: \[2, 64\] at \[49, 0\] exceeds \[50, 64\]",
+        r"view `_tail_x` of `x`: \[2, 64\] at \[49, 0\] exceeds \[50, 64\]",
     )
-    body = parts.loop(0).body  # [View, Assign t_chunk, Assemble t, Assign s_chunk, Assemble]
+    body = parts.loop(0).body  # [View, Assign _chunk_t, Assemble t, Assign _chunk_s, Assemble]
     too_long = attrs.evolve(body[0], type=ir.TensorType((30, 64), ir.DType.F32))
     parts.broken(
         parts.with_loop(0, body=replace(body, 0, too_long)), r"\[30, 64\] at \[24, 0\] exceeds"
     )
     outside = attrs.evolve(tail[5], offsets=(3, 0))
-    parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `_s_parts`: .* exceeds")
+    parts.broken(parts.with_loop(0, tail=replace(tail, 5, outside)), "in `_parts_s`: .* exceeds")
     overlapping = attrs.evolve(tail[3], offsets=(47, 0))
     parts.broken(parts.with_loop(0, tail=replace(tail, 3, overlapping)), "overlaps in `t` at 47")
     # an output left partly unwritten
-    y_tail = parts.loop(1).tail
-    parts.broken(parts.with_loop(1, tail=y_tail[:-1]), "assembles `y` up to 48 of 50")
+    y_tail = parts.loop(1).tail  # [SetVecTiles, View, Assign, Assemble y, SetVecTiles]
+    parts.broken(parts.with_loop(1, tail=replace(y_tail, 3)), "assembles `y` up to 48 of 50")
     parts.broken(parts.with_code(1, parts.code(1)[:1]), "output `y` is never written whole")
     # a temporary never assembled, and so read before it is written
     unassembled = attrs.evolve(parts.loop(0), body=replace(body, 2), tail=replace(tail, 3))
@@ -203,18 +203,28 @@ def test_the_verifier_catches_broken_loops_tiles_and_accumulations():
     parts.broken(parts.with_loop(0, chunk=1000), "is not its phase's planned loop")
     parts.broken(parts.with_loop(0, tail=()), "has a tail of 2 but 0 tail instructions")
     parts.broken(parts.with_loop(0, offset="i"), "variables shadow a name")
-    parts.broken(parts.with_code(1, parts.code(1)[1:]), "vector work runs before vector tiles")
+    untiled = attrs.evolve(parts.loop(1), tail=parts.loop(1).tail[1:])  # the tail's tiles too
+    no_tiles = parts.with_code(1, (untiled,))
+    parts.broken(no_tiles, "vector work runs before vector tiles")
     too_big = ir.SetVecTiles((16, 64))
     parts.broken(parts.with_code(1, replace(parts.code(1), 0, too_big)), "exceeds the tile budget")
 
     total = Materialised(TOTAL)
-    body = total.loop(0).body  # [View x_chunk, Assign y_chunk, Accumulate]
+    body = total.loop(0).body  # [View _chunk_x, Assign _chunk_y, Accumulate]
+    tail = total.loop(0).tail  # the same, run first: its Accumulate writes `y`
     accumulate = body[2]
-    unwritten = attrs.evolve(accumulate, first_iteration=None)
-    total.broken(total.with_loop(0, body=replace(body, 2, unwritten)), "into `y` before it is")
+    unwritten = attrs.evolve(tail[2], overwrites=False)
+    total.broken(total.with_loop(0, tail=replace(tail, 2, unwritten)), "into `y` before it is")
+    rewritten = attrs.evolve(accumulate, first_iteration="i")
+    total.broken(total.with_loop(0, body=replace(body, 2, rewritten)), "dropping earlier blocks")
+    every_time = attrs.evolve(accumulate, overwrites=True)
+    total.broken(total.with_loop(0, body=replace(body, 2, every_time)), "in every iteration")
     other_variable = attrs.evolve(accumulate, first_iteration="offset")
-    total.broken(total.with_loop(0, body=replace(body, 2, other_variable)), "not its loop's index")
-    whole_block = attrs.evolve(accumulate, part="x_chunk")
+    total.broken(
+        total.with_loop(0, tail=replace(tail, 2, unwritten), body=replace(body, 2, other_variable)),
+        "not its loop's index",
+    )
+    whole_block = attrs.evolve(accumulate, part="_chunk_x")
     total.broken(
         total.with_loop(0, body=replace(body, 2, whole_block)),
         r"accumulates f32\[5, 512\] into output `y` of f32\[1, 1\]",

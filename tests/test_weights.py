@@ -184,9 +184,9 @@ def test_a_tensor_read_by_a_matmul_and_elementwise_is_passed_twice():
     text = "kernel twins\n" + SQUARE_LINEAR + "y = fc(x) * x + x\n"
     compiled = ptodsl.compile(text, name="twins.pto")
     names = [t.name for t in compiled.kernel.inputs]
-    assert names == ["x", "x_operand", "fc_weight", "fc_bias"]
-    assert "x_operand_kernel = x.contiguous()" in compiled.source
-    assert "pypto.matmul(x_operand, fc_weight" in compiled.source
+    assert names == ["x", "_operand_x", "fc_weight", "fc_bias"]
+    assert "_kernel__operand_x = x.contiguous()" in compiled.source
+    assert "pypto.matmul(_operand_x, fc_weight" in compiled.source
     assert [t.name for t in compiled.kernel.tensor_arguments] == ["x"]
     report = run_check(compiled)
     assert report.ok, report.to_json()
@@ -198,7 +198,7 @@ def test_a_weight_read_by_a_matmul_and_elementwise_is_passed_twice():
     tiles, which pypto refused: "A_MUL_B tile shape not set")."""
     text = "kernel weight_twin\n" + SQUARE_LINEAR + "y = fc(x) + x + sum(fc.weight, axis=1)\n"
     compiled = ptodsl.compile(text, name="weight_twin.pto")
-    assert "fc_weight_operand_kernel = self.fc.weight.detach()" in compiled.source
+    assert "_kernel__operand_fc_weight = self.fc.weight.detach()" in compiled.source
     assert "_m0 = pypto.reshape(" in compiled.source
     report = run_check(compiled)
     assert report.ok, report.to_json()
