@@ -16,6 +16,7 @@ from ptodsl.checking import problem_case, run_check
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.files import import_file
 from ptodsl.problems import ProblemError
+from ptodsl.simulator import SimulationError
 
 SPECS = ROOT / "examples" / "fused"
 PROBLEMS = ROOT / "tests" / "problems" / "fused"
@@ -235,3 +236,43 @@ def test_check_rejects_group_statistics_over_the_wrong_axis():
 )
 def test_splits_into(natural, shape, expected):
     assert ir.splits_into(natural, shape) is expected
+
+
+GROUPS = "13_gemm_group_norm"
+# Wrong kernels the drop-in codegen could produce: each still runs, with the right shapes.
+WRONG_CODEGEN = {
+    # forward fills the matmul's twin from other rows of the same tensor
+    "twin_from_other_rows": (
+        "7_gemm_residual_relu",
+        "_kernel__operand_x = x.contiguous()",
+        "_kernel__operand_x = x.flip(0).contiguous()",
+    ),
+    # the product's channels split as [B, CG, G] and transposed back: groups interleaved
+    "channels_split_group_minor": (
+        GROUPS,
+        "        h = _m0 + fc_bias\n",
+        "        h = pypto.transpose(pypto.reshape(_m0, [128, 32, 8]), 1, 2) + fc_bias\n",
+    ),
+    # the bias added in the layer's natural [C] order, not split as the product is
+    "bias_split_other_way": (
+        GROUPS,
+        "_kernel_fc_bias = self.fc.bias.detach().contiguous().reshape(1, 8, 32)",
+        "_kernel_fc_bias = self.fc.bias.detach().reshape(32, 8).T.contiguous().reshape(1, 8, 32)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_CODEGEN.values(), ids=WRONG_CODEGEN.keys())
+def test_check_against_rejects_wrong_drop_in_codegen(case, tmp_path):
+    name, old, new = case
+    compiled = compile_spec(name)
+    assert compiled.source.count(old) == 1, old
+    wrong = tmp_path / f"{name}.py"
+    wrong.write_text(compiled.source.replace(old, new), encoding="utf-8")
+    try:
+        report = run_check(compiled, kernel_path=wrong, against=problem_path(name))
+    except SimulationError as error:  # pypto's own per-pass comparison stopped the run
+        assert "Verify" in str(error) and "FAILED" in str(error), error
+        return
+    assert not report.ok
+    assert report.outputs and report.outputs[0].mismatched > 0, report.to_json()
