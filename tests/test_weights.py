@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, TINY_TILES
 
 import ptodsl
 from ptodsl import ir
@@ -276,3 +276,21 @@ def test_check_against_rejects_wrong_drop_in_codegen(case, tmp_path):
         return
     assert not report.ok
     assert report.outputs and report.outputs[0].mismatched > 0, report.to_json()
+
+
+@pytest.mark.parametrize(
+    "dims",
+    [{"B": 23}, {"B": 1}, {"B": 23, "G": 3, "CG": 5}],
+    ids=["rows_looped_with_a_tail", "one_row", "odd_groups"],
+)
+def test_a_split_product_computes_right_looped_with_a_tail_and_tiny(dims):
+    """GroupNorm of a linear layer's split product, on a target with tiny tiles (the norm's
+    phase loops over rows, 2 blocks of 10 and a tail of 3), one row, and odd group sizes."""
+    compiled = ptodsl.compile(
+        (SPECS / f"{GROUPS}.pto").read_text(), name="groups.pto", dims=dims, target=TINY_TILES
+    )
+    loops = [p["loop"] for p in compiled.plan["kernels"][0]["phases"] if p["loop"]]
+    if dims == {"B": 23}:
+        assert loops and loops[0]["tail"] == 3, loops
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
