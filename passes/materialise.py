@@ -512,7 +512,9 @@ def _window_steps(
             )
             for row, column in step.taps
         ]
-        combined = taps[0]
+        # One tap (a stepped slice: a window of one element) is still copied under the
+        # taps' tile: left a view, pypto would cut it with the result's tile and fail.
+        combined = taps[0] if len(taps) > 1 else ir.op("clone", taps[0], span=span)
         for tap in taps[1:]:
             combined = ir.op(combine, combined, tap, span=span)
         code += [

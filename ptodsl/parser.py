@@ -183,8 +183,8 @@ class _ToSyntax(Transformer):
         return s.AllAxes(_span(meta))
 
     def slice(self, meta, children):
-        start, stop = children
-        return s.Slice(start, stop, _span(meta))
+        start, stop, *step = children  # `a:b` or `a:b:c` (the step may be left out)
+        return s.Slice(start, stop, _span(meta), step=step[0] if step else None)
 
     def signed_int(self, meta, children):
         return _integer(children[0])

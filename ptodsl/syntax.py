@@ -82,11 +82,12 @@ class ListExpr:
 
 @attrs.frozen
 class Slice:
-    """`start:stop` along one axis; None where the spec leaves a bound out."""
+    """`start:stop:step` along one axis; None where the spec leaves a bound out."""
 
     start: int | None
     stop: int | None
     span: Span
+    step: int | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -694,7 +694,9 @@ class _TypeChecker:
 
     def expr_Subscript(self, node: s.Subscript) -> ir.Expr:  # noqa: N802
         """`x[a:b, c:]`: a static crop, bounds as in Python (negative from the end, clamped);
-        axes past the last slice are kept whole."""
+        axes past the last slice are kept whole. A step (`x[:, 1::2]`) keeps every step-th
+        element of the crop: a window of one element with that stride (`window_max`, size
+        1), which the window lowering already handles on any value."""
         value = self.expr(node.value)
         if not isinstance(value.type, ir.TensorType):
             raise SpecError("only a tensor can be sliced", node.value.span)
@@ -704,13 +706,15 @@ class _TypeChecker:
             raise SpecError(
                 f"{len(slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span
             )
-        starts, stops = [], []
+        starts, stops, steps = [], [], {}
         for axis, size in enumerate(shape):
             if axis >= len(slices):
                 starts.append(0)
                 stops.append(None)
                 continue
             cut = slices[axis]
+            if cut.step is not None and cut.step != 1:
+                steps[axis] = self.slice_step(cut, value.type)
             start, stop, _ = slice(cut.start, cut.stop).indices(size)
             if stop <= start:
                 raise SpecError(
@@ -724,12 +728,38 @@ class _TypeChecker:
             size if stop is None else stop - start
             for size, start, stop in zip(shape, starts, stops, strict=True)
         )
-        if cropped == shape:
+        if cropped != shape:
+            cropped_type = attrs.evolve(value.type, shape=cropped)
+            crop = ir.Slice(tuple(starts), tuple(stops))
+            value = ir.Op("slice", (value,), cropped_type, node.span, crop)
+        if not steps:
             return value
-        cropped_type = attrs.evolve(value.type, shape=cropped)
-        return ir.Op(
-            "slice", (value,), cropped_type, node.span, ir.Slice(tuple(starts), tuple(stops))
-        )
+        axes = tuple(sorted(steps))
+        ones = (1,) * len(axes)
+        every = ir.Window(axes, ones, tuple(steps[a] for a in axes), (0,) * len(axes), ones, False)
+        strided = attrs.evolve(value.type, shape=every.result_shape(value.type.shape))
+        return ir.Op("window_max", (value,), strided, node.span, every)
+
+    @staticmethod
+    def slice_step(cut: s.Slice, tensor: ir.TensorType) -> int:
+        assert cut.step is not None
+        if cut.step == 0:
+            raise SpecError(
+                "a slice step cannot be zero", cut.span, note="a step of 1 keeps every element"
+            )
+        if cut.step < 0:
+            raise SpecError(
+                f"a slice step of {cut.step}: steps go forward only",
+                cut.span,
+                note="a negative step reverses the axis, which PyPTO has no view for",
+            )
+        if not tensor.dtype.is_float:
+            raise SpecError(
+                f"a stepped slice of {tensor.dtype.value} values is not supported",
+                cut.span,
+                note="steps are taken on floating-point tensors (f32, f16, bf16)",
+            )
+        return cut.step
 
     @staticmethod
     def expand_all_axes(items: tuple[s.Slice | s.AllAxes, ...], rank: int) -> list[s.Slice]:

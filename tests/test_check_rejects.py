@@ -8,6 +8,7 @@ a spec whose inputs or outputs would let a trivial kernel through.
 from __future__ import annotations
 
 import pytest
+from conftest import EXAMPLE_BY_STEM
 
 import ptodsl
 from ptodsl.checking import run_check, spec_case
@@ -465,3 +466,37 @@ def test_a_wrong_average_window_fails(old, new, tmp_path):
     report = rejected(tmp_path, text, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+STEPPED = """kernel stepped
+dims B = 16, N = 301
+input x: f32[B, N]
+output y: f32[B, 100]
+y = exp(x[:, 1::3]) * 2.0
+"""
+
+
+@pytest.mark.parametrize(
+    "text, old, new",
+    [
+        # the crop starts one element early: every step's phase shifted
+        (STEPPED, "pypto.view(x, [16, 300], [0, 1])", "pypto.view(x, [16, 300], [0, 0])"),
+        # the second element of each step taken instead of the first
+        (
+            STEPPED,
+            "pypto.view(_split0_y, [1, 100, 1, 16], [0, 0, 0, 0])",
+            "pypto.view(_split0_y, [1, 100, 1, 16], [0, 0, 1, 0])",
+        ),
+        # two stepped axes: the columns' phase off by one
+        (
+            EXAMPLE_BY_STEM["stepped_slices"].read_text(),
+            "pypto.view(_split1_y, [128, 10, 1, 16], [0, 0, 0, 0])",
+            "pypto.view(_split1_y, [128, 10, 1, 16], [0, 0, 1, 0])",
+        ),
+    ],
+    ids=["start_one_early", "second_of_each_step", "columns_phase"],
+)
+def test_a_wrong_stepped_slice_fails(text, old, new, tmp_path):
+    report = rejected(tmp_path, text, old, new)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0, report.to_json()

@@ -124,7 +124,13 @@ CASES = {
     "too_many_slices": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[:, :, 1:]\n",
     "slice_of_a_scalar": HEADER + "param a: f32 = 1.0\noutput y: f32[M]\ny = a[1:]\n",
     "two_ellipses": HEADER + "input x: f32[M, N]\noutput y: f32[M, N - 1]\ny = x[..., 1:, ...]\n",
-    "slice_with_a_step": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[::2]\n",
+    "slice_with_a_step_of_another_shape": HEADER
+    + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[::2]\n",
+    "slice_with_a_zero_step": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[::0]\n",
+    "slice_with_a_negative_step": HEADER
+    + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[:, ::-1]\n",
+    "stepped_slice_of_positions": HEADER
+    + "input x: f32[M, N]\noutput y: i64[2]\ny = argmax(x, axis=1)[::2]\n",
     "cat_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x, x])\n",
     "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
