@@ -75,8 +75,7 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
         tail_code = _Block(kernel, phase, later_reads, tail, loop.axis).instructions()
         if phase.tail_tile is not None and phase.tail_tile != phase.tile:
             # the tail runs first, retiled; the loop's blocks take the phase's tile again
-            retiled = (ir.SetVecTiles(phase.tail_tile), *tail_code, ir.SetVecTiles(phase.tile))
-            tail_code = retiled
+            tail_code = (ir.SetVecTiles(phase.tail_tile), *tail_code, ir.SetVecTiles(phase.tile))
     code.append(
         _block_loop(loop_name, loop, variables, body.instructions(), tail_code, body.exports())
     )
