@@ -8,14 +8,23 @@ or of size 1. An input `b[N]` next to `x[M, N]` becomes `b[1, N]`; `sum(x, axis=
 `[M, 1]`. Axis identity follows broadcasting (aligned axes are one axis) and reductions
 (a dropped axis is still the same axis). `forward` reshapes inputs into this frame and
 outputs back to their declared shapes, which moves no data.
+
+A reshape (`h.reshape(B, G, CG)`) splits or merges axes: the merged axis and its parts
+are one axis seen at two granularities, so the whole kernel works at the finer one. Every
+value on that axis (what `h` is computed from, what it feeds, the inputs and outputs) gets
+the parts as axes of their own, a reduction over the whole axis reduces all the parts, and
+the reshape itself disappears. An op that works along the axis position by position (a
+crop, a window, a scan) cannot see it split, which is an error.
 """
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ptodsl import ir, ops
-from ptodsl.diagnostics import SpecError
+from ptodsl.diagnostics import Span, SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.twin_operands import read_by
 
@@ -67,6 +76,9 @@ class _Aligner:
         self.named: dict[str, Frame] = {}
         self.keep: list[ir.Expr] = []  # nodes whose ids key `frames` stay alive
         self.opaque = matmul_operands(kernel)
+        # (axis, its parts, the reshape's span): a reshape sees `axis` as `parts`
+        self.refinements: list[tuple[int, list[int], Span]] = []
+        self.parts: dict[int, list[int]] = {}  # root axis -> its parts, once resolved
 
     def frame(self, node: ir.Expr) -> Frame | None:
         if not isinstance(node.type, ir.TensorType):
@@ -78,6 +90,8 @@ class _Aligner:
         elif node.op == "matmul":
             # The cube reads its operands in their own layout: the result starts new axes.
             frame = [self.axes.fresh(size) for size in node.type.shape]
+        elif node.op == "reshape":
+            frame = self.regrouped(node)
         elif node.op in REDUCTIONS:
             operand = self.frame(node.operands[0])
             axes = node.attrs.axes
@@ -98,6 +112,91 @@ class _Aligner:
         self.frames[id(node)] = frame
         self.keep.append(node)
         return frame
+
+    def regrouped(self, node: ir.Op) -> Frame:
+        """A reshape's axes: kept axes are the operand's; a split axis is refined into new
+        axes, and a merged axis is a new axis refined into the operand's."""
+        (operand,) = node.operands
+        operand_frame = self.frame(operand)
+        assert operand_frame is not None, "typecheck reshapes tensors only"
+        frame: Frame = []
+        for old, new in ir.regroup(operand.type.shape, node.type.shape):
+            new_sizes = [node.type.shape[position] for position in new]
+            if len(old) == 1 and len(new) == 1:
+                frame.append(operand_frame[old[0]])
+            elif len(old) == 1 and new:
+                parts = [self.axes.fresh(size) for size in new_sizes]
+                self.refinements.append((operand_frame[old[0]], parts, node.span))
+                frame += parts
+            elif len(new) == 1 and old:
+                merged = self.axes.fresh(new_sizes[0])
+                parts = [operand_frame[position] for position in old]
+                self.refinements.append((merged, parts, node.span))
+                frame.append(merged)
+            elif not old:  # a new axis of size 1
+                frame.append(self.axes.fresh(1))
+            else:  # an axis of size 1 dropped; typecheck rejects regroupings
+                assert not new, "a reshape splits or merges axes"
+        return frame
+
+    def resolve_refinements(self) -> None:
+        """Settles each refined axis's parts. Two reshapes of one axis must split it alike
+        (their parts are then the same axes); a reshape of a cropped axis is an error."""
+        settled = False
+        while not settled:
+            settled = True
+            self.parts = {}
+            for axis, parts, span in self.refinements:
+                root = self.axes.find(axis)
+                sizes = [self.axes.size[self.axes.find(p)] for p in parts]
+                if math.prod(sizes) != self.axes.size[root]:
+                    raise SpecError(
+                        f"this reshape sees {math.prod(sizes)} of an axis of "
+                        f"{self.axes.size[root]} elements (a crop or a window of it)",
+                        span,
+                        note="reshape the whole axis, or crop after the reshape",
+                    )
+                earlier = self.parts.setdefault(root, parts)
+                if earlier is parts:
+                    continue
+                earlier_sizes = [self.axes.size[self.axes.find(p)] for p in earlier]
+                if earlier_sizes != sizes:
+                    raise SpecError(
+                        f"this reshape splits an axis into {sizes}, another one into "
+                        f"{earlier_sizes}",
+                        span,
+                        note="split one axis the same way wherever it is reshaped",
+                    )
+                for mine, theirs in zip(parts, earlier, strict=True):
+                    if self.axes.find(mine) != self.axes.find(theirs):
+                        self.axes.union(mine, theirs)
+                        settled = False
+
+    def leaves(self, axis: int) -> list[int]:
+        """The axis at the finest granularity any reshape sees it: its parts' leaves."""
+        root = self.axes.find(axis)
+        parts = self.parts.get(root)
+        return [root] if parts is None else [leaf for p in parts for leaf in self.leaves(p)]
+
+    def leaf_sizes(self, frame: Frame, shape: tuple[int, ...], span: Span) -> dict[int, int]:
+        """Each leaf axis of a value's frame with its size in the value (1 where the value
+        is broadcast along the whole axis)."""
+        sizes: dict[int, int] = {}
+        for axis, size in zip(frame, shape, strict=True):
+            leaves = self.leaves(axis)
+            if len(leaves) == 1 or size == 1:
+                sizes.update((leaf, size if len(leaves) == 1 else 1) for leaf in leaves)
+                continue
+            if size != math.prod(self.axes.size[leaf] for leaf in leaves):
+                raise SpecError(
+                    f"this value has {size} of an axis of "
+                    f"{math.prod(self.axes.size[leaf] for leaf in leaves)} that a reshape "
+                    "splits; ptodsl splits a whole axis only",
+                    span,
+                    note="crop or window the axis after the reshape",
+                )
+            sizes.update((leaf, self.axes.size[leaf]) for leaf in leaves)
+        return sizes
 
     def broadcast(self, node: ir.Op) -> Frame:
         """Right-aligned dimensions of the operands and the result are one axis."""
@@ -124,6 +223,7 @@ class _Aligner:
             else:
                 self.named[stmt.output] = frame
         self.unify_named_dims()
+        self.resolve_refinements()
 
     def unify_named_dims(self) -> None:
         """Inputs that share a dim name at the same place from the right share that axis,
@@ -141,7 +241,7 @@ class _Aligner:
 
     def order(self) -> list[int]:
         """Iteration axes in an order every tensor's frame respects (inputs first)."""
-        frames = [[self.axes.find(a) for a in f] for f in self.all_frames()]
+        frames = [[leaf for a in f for leaf in self.leaves(a)] for f in self.all_frames()]
         for frame, node in zip(frames, self.all_nodes(), strict=True):
             if len(set(frame)) != len(frame):
                 raise SpecError(
@@ -184,49 +284,75 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     aligner = _Aligner(kernel)
     aligner.collect()
     order = aligner.order()
-    find = aligner.axes.find
 
-    def aligned_shape(shape: tuple[int, ...], frame: Frame) -> tuple[int, ...]:
-        sizes = {find(axis): size for axis, size in zip(frame, shape, strict=True)}
+    def aligned_shape(node: ir.Expr, frame: Frame) -> tuple[int, ...]:
+        sizes = aligner.leaf_sizes(frame, node.type.shape, node.span)
         return tuple(sizes.get(axis, 1) for axis in order) or (1,)
+
+    def positions(operand: ir.Expr, along: frozenset[int], node: ir.Op) -> list[int | None]:
+        """For each frame axis, the operand axis it comes from; `along` (the axes a crop or
+        a window works on) must not be split."""
+        at: dict[int, int] = {}
+        for position, axis in enumerate(aligner.frame(operand)):
+            leaves = aligner.leaves(axis)
+            if len(leaves) > 1 and position in along:
+                raise SpecError(
+                    f"`{node.op}` works along an axis that a reshape splits",
+                    node.span,
+                    note="reshape after it, or split the axis only where it is not cropped, "
+                    "windowed or scanned",
+                )
+            at.update((order.index(leaf), position) for leaf in leaves)
+        return [at.get(position) for position in range(len(order))]
 
     def rebuild(node: ir.Expr) -> ir.Expr:
         """The node with every tensor shape in the frame and reductions in keepdim form."""
         if not isinstance(node.type, ir.TensorType):
             return node
-        shape = aligned_shape(node.type.shape, aligner.frame(node))
+        shape = aligned_shape(node, aligner.frame(node))
         rebuilt = attrs.evolve(node, type=attrs.evolve(node.type, shape=shape))
         if not isinstance(node, ir.Op):
             return rebuilt
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
+        if node.op == "reshape":  # the operand already has the finer axes
+            operand = rebuild(node.operands[0])
+            assert operand.type.shape == shape, "a reshape's two sides share their leaf axes"
+            return operand
         rebuilt = attrs.evolve(rebuilt, operands=tuple(map(rebuild, node.operands)))
         if node.op in REDUCTIONS:
             operand_frame = aligner.frame(node.operands[0])
-            reduced = {find(operand_frame[axis]) for axis in node.attrs.axes}
+            reduced = {leaf for a in node.attrs.axes for leaf in aligner.leaves(operand_frame[a])}
             axes = tuple(position for position, axis in enumerate(order) if axis in reduced)
             rebuilt = attrs.evolve(rebuilt, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         if node.op in POSITIONAL:
-            scanned = find(aligner.frame(node.operands[0])[node.attrs.axis])
+            along = frozenset({node.attrs.axis})
+            sources = positions(node.operands[0], along, node)
             rebuilt = attrs.evolve(
-                rebuilt, attrs=attrs.evolve(node.attrs, axis=order.index(scanned))
+                rebuilt, attrs=attrs.evolve(node.attrs, axis=sources.index(node.attrs.axis))
             )
         if isinstance(node.attrs, ir.Slice | ir.Window):
-            at = {
-                order.index(find(axis)): position
-                for position, axis in enumerate(aligner.frame(node.operands[0]))
-            }
-            sources = [at.get(position) for position in range(len(order))]
+            along = (
+                node.attrs.cut() if isinstance(node.attrs, ir.Slice) else frozenset(node.attrs.axes)
+            )
+            sources = positions(node.operands[0], along, node)
             rebuilt = attrs.evolve(rebuilt, attrs=node.attrs.moved(sources))
         return rebuilt
 
     body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)
 
     def kernel_dims(tensor: ir.Tensor, frame: Frame) -> tuple[tuple[ir.DimFactor, ...], ...]:
-        factors = {
-            find(axis): ((dim,) if size != 1 else ())
-            for axis, dim, size in zip(frame, tensor.dims, tensor.type.shape, strict=True)
-        }
+        """Each frame axis's factors: the tensor's dim, or the size of a part where a
+        reshape splits the axis (nothing where the tensor has size 1)."""
+        factors: dict[int, tuple[ir.DimFactor, ...]] = {}
+        for axis, dim, size in zip(frame, tensor.dims, tensor.type.shape, strict=True):
+            leaves = aligner.leaves(axis)
+            if size != 1:
+                split = len(leaves) > 1
+                factors.update(
+                    (leaf, (aligner.axes.size[leaf] if split else dim,)) for leaf in leaves
+                )
+        aligner.leaf_sizes(frame, tensor.type.shape, tensor.span)  # a whole axis where split
         return tuple(factors.get(axis, ()) for axis in order) or ((),)
 
     inputs = tuple(

@@ -453,7 +453,11 @@ class Tensor:
         if self.kernel_dims is None:
             return self.type.shape
         sizes = dict(zip(self.dims, self.type.shape, strict=True))
-        return tuple(math.prod(sizes[f] for f in factors) for factors in self.kernel_dims)
+        # an int factor is its own size: a literal dim, or a part of an axis a reshape splits
+        return tuple(
+            math.prod(f if isinstance(f, int) else sizes[f] for f in factors)
+            for factors in self.kernel_dims
+        )
 
 
 @attrs.frozen
@@ -688,6 +692,40 @@ def product_shape(matmul: Op) -> tuple[int, ...]:
     if matmul.attrs.b_trans:
         b = (*b[:-2], b[-1], b[-2])
     return (*a[:-1], b[-1])
+
+
+def regroup(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
+    """A reshape of `old` to `new` (equal element counts) as runs of axes with equal
+    products: `(old_axes, new_axes)` pairs in order. A run is one axis on either side (kept),
+    one old axis split, several old axes merged, an old axis of size 1 dropped (no new axes)
+    or a new one of size 1 added (no old axes); several on both sides regroup elements."""
+    runs: list[tuple[tuple[int, ...], ...]] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        if i < len(old) and j < len(new) and old[i] == new[j]:
+            runs.append(((i,), (j,)))
+            i, j = i + 1, j + 1
+        elif i < len(old) and old[i] == 1:
+            runs.append(((i,), ()))
+            i += 1
+        elif j < len(new) and new[j] == 1:
+            runs.append(((), (j,)))
+            j += 1
+        else:
+            old_run, new_run = [i], [j]
+            old_product, new_product = old[i], new[j]
+            i, j = i + 1, j + 1
+            while old_product != new_product:
+                if old_product < new_product:
+                    old_run.append(i)
+                    old_product *= old[i]
+                    i += 1
+                else:
+                    new_run.append(j)
+                    new_product *= new[j]
+                    j += 1
+            runs.append((tuple(old_run), tuple(new_run)))
+    return runs
 
 
 def splits_into(natural: tuple[int, ...], shape: tuple[int, ...]) -> bool:

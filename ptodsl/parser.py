@@ -244,6 +244,14 @@ class _ToSyntax(Transformer):
 
     def call(self, meta, children):
         func, *arguments = children
+        return self._call(func, (), arguments, meta)
+
+    def method_call(self, meta, children):
+        receiver, func, *arguments = children
+        return self._call(func, (receiver,), arguments, meta)
+
+    @staticmethod
+    def _call(func, receiver: tuple, arguments: list, meta) -> s.Call:
         arguments = [a for a in arguments if a is not None]
         args = tuple(a for a in arguments if not isinstance(a, s.Keyword))
         keywords = tuple(a for a in arguments if isinstance(a, s.Keyword))
@@ -253,7 +261,9 @@ class _ToSyntax(Transformer):
         if any(not isinstance(a, s.Keyword) for a in arguments[first_keyword:]):
             misplaced = next(a for a in arguments[first_keyword:] if not isinstance(a, s.Keyword))
             raise SpecError("positional argument after a keyword argument", misplaced.span)
-        return s.Call(str(func), _span(func), args, keywords, _span(meta))
+        return s.Call(
+            str(func), _span(func), receiver + args, keywords, _span(meta), method=bool(receiver)
+        )
 
     def keyword(self, meta, children):
         name, value = children

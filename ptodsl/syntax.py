@@ -65,6 +65,7 @@ class Call:
     args: tuple[Expr, ...]
     keywords: tuple[Keyword, ...]
     span: Span
+    method: bool = False  # written `args[0].func(...)`
 
 
 @attrs.frozen

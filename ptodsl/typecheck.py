@@ -33,6 +33,7 @@ ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
 WINDOWS = tuple(op.spec for op in ops.of_kind(ops.Kind.WINDOW))  # window_max(x, axis=...)
 WINDOW_KEYWORDS = ("axis", "size", "stride", "padding", "dilation", "ceil_mode")
 CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
+RESHAPES = ("reshape", "view")  # torch's names; a value is always contiguous here
 # torch functions with no builtin of their own, as a spec writes them.
 SPELLED_OUT = {
     "gelu": "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
@@ -106,6 +107,14 @@ def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
         )
     if problem:
         raise SpecError(f"`{name}` cannot be used as a name: it {problem}", span)
+
+
+def _is_minus_one(node: s.Expr) -> bool:
+    return (
+        isinstance(node, s.Unary)
+        and isinstance(node.operand, s.Number)
+        and node.operand.text == "1"
+    )
 
 
 def _check_elements(shape: tuple[int, ...], span: Span) -> None:
@@ -294,10 +303,18 @@ class _TypeChecker:
             raise SpecError(f"`int[{length}]` takes a list of {length} values", item.default.span)
         return tuple(self.fixed_int(value) for value in item.default.items)
 
-    def fixed_int(self, node: s.Expr) -> int:
-        """An integer, a dim, a product of those (`G * CG`), or an `int` param."""
-        if isinstance(node, s.Binary) and node.op == "mul":
-            return self.fixed_int(node.lhs) * self.fixed_int(node.rhs)
+    def fixed_int(
+        self, node: s.Expr, expected: str = "an `int` param's value is an integer or a dim"
+    ) -> int:
+        """An integer, a dim, a product or exact quotient of those (`G * CG`, `C / G`), or
+        an `int` param."""
+        if isinstance(node, s.Binary) and node.op in ("mul", "div"):
+            lhs, rhs = self.fixed_int(node.lhs, expected), self.fixed_int(node.rhs, expected)
+            if node.op == "mul":
+                return lhs * rhs
+            if rhs == 0 or lhs % rhs:
+                raise SpecError(f"{lhs} / {rhs} is not a whole number", node.span)
+            return lhs // rhs
         if isinstance(node, s.Name):
             param = self.params.get(node.id)
             if param is not None and param.fixed and isinstance(param.default, int):
@@ -306,7 +323,7 @@ class _TypeChecker:
                 raise SpecError(f"unknown dim `{node.id}`", node.span, note=self.dims_note(node.id))
             return self.dims[node.id].size
         if not (isinstance(node, s.Number) and node.value.is_integer() and "." not in node.text):
-            raise SpecError("an `int` param's value is an integer or a dim", node.span)
+            raise SpecError(expected, node.span)
         return int(node.value)
 
     def item_InputDecl(self, item: s.InputDecl) -> None:  # noqa: N802
@@ -637,6 +654,12 @@ class _TypeChecker:
             raise SpecError(
                 f"output `{item.target}` is a tensor, but this value is a scalar",
                 item.value.span,
+            )
+        declared = attrs.evolve(output.type, shape=output.declared_shape)
+        if value.type != output.type and value.type == declared:
+            # `output z: f32[N, 3 * B]` takes a [N, 3B] value: its axis splits, as a reshape's
+            value = ir.Op(
+                "reshape", (value,), output.type, item.value.span, ir.Reshape(output.type.shape)
             )
         if value.type != output.type:
             note = None
@@ -1069,8 +1092,12 @@ class _TypeChecker:
 
     def expr_Call(self, node: s.Call) -> ir.Expr:  # noqa: N802
         name = node.func
+        if name in self.modules and node.method:
+            raise SpecError(f"`{name}` is a module: call it as `{name}(x)`", node.func_span)
         if name in self.modules:
             return self.module_call(node)
+        if name in RESHAPES:
+            return self.reshape(node)
         if name in REDUCTIONS or (name in EXTREMA and self.is_reduction(node)):
             return self.reduction(node)
         if name in AXIS_FUNCTIONS:
@@ -1110,7 +1137,7 @@ class _TypeChecker:
             | set(MASKS)
             | set(ARG_REDUCTIONS)
             | set(WINDOWS)
-            | {"where", "clamp", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec}
+            | {"where", "clamp", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec, *RESHAPES}
         )
         if name in SPELLED_OUT:
             raise SpecError(
@@ -1123,6 +1150,59 @@ class _TypeChecker:
             node.func_span,
             note=did_you_mean(name, known) + "known: " + ", ".join(known),
         )
+
+    def reshape(self, node: s.Call) -> ir.Expr:
+        """`h.reshape(B, G, CG)`, `reshape(h, [B, G, C / G])`: the same elements in
+        row-major order with axes split or merged (torch's reshape and view; one size may
+        be -1). The passes split the axes of everything the value is computed from or
+        feeds instead, so the kernel never moves data for it."""
+        if node.keywords:
+            raise SpecError(f"`{node.func}` takes no keyword `{node.keywords[0].name}`", node.span)
+        if not node.args:
+            raise SpecError(f"`{node.func}` needs a tensor and its new shape", node.span)
+        operand = self.expr(node.args[0])
+        if not isinstance(operand.type, ir.TensorType):
+            raise SpecError(f"`{node.func}` takes a tensor, not a scalar", node.args[0].span)
+        size_nodes = node.args[1:]
+        if len(size_nodes) == 1 and isinstance(size_nodes[0], s.ListExpr):
+            size_nodes = size_nodes[0].items
+        if not size_nodes:
+            raise SpecError(
+                f"`{node.func}` needs the new shape",
+                node.span,
+                note=f"e.g. `h.{node.func}(B, G, C / G)`: sizes are dims, integers, products "
+                "and quotients of those, and one -1",
+            )
+        expected = (
+            "a size is an integer, a dim, an `int` param, a product or quotient of those, or -1"
+        )
+        sizes = [-1 if _is_minus_one(n) else self.fixed_int(n, expected) for n in size_nodes]
+        elements = math.prod(operand.type.shape)
+        if sizes.count(-1) > 1:
+            second = [n for n in size_nodes if _is_minus_one(n)][1]
+            raise SpecError(f"only one size of a `{node.func}` can be -1", second.span)
+        known = math.prod(size for size in sizes if size != -1)
+        if -1 in sizes and known and elements % known == 0:
+            sizes[sizes.index(-1)] = elements // known
+        shape = tuple(sizes)
+        if -1 in shape or math.prod(shape) != elements:
+            raise SpecError(
+                f"cannot {node.func} {operand.type} ({elements} elements) to {list(shape)}",
+                node.span,
+            )
+        for old, new in ir.regroup(operand.type.shape, shape):
+            if len(old) > 1 and len(new) > 1:
+                sizes_before = [operand.type.shape[axis] for axis in old]
+                sizes_after = [shape[axis] for axis in new]
+                raise SpecError(
+                    f"`{node.func}` of {operand.type} to {list(shape)} regroups axes of sizes "
+                    f"{sizes_before} into {sizes_after}",
+                    node.span,
+                    note="a reshape splits axes or merges adjacent ones, keeping the "
+                    "elements' row-major order; one that reorders them is not supported",
+                )
+        result = ir.TensorType(shape, operand.type.dtype)
+        return ir.Op("reshape", (operand,), result, node.span, ir.Reshape(shape))
 
     def keywords(self, node: s.Call, allowed: tuple[str, ...]) -> dict[str, s.Keyword]:
         found = {}

@@ -500,3 +500,37 @@ def test_a_wrong_stepped_slice_fails(text, old, new, tmp_path):
     report = rejected(tmp_path, text, old, new)
     assert not report.ok
     assert report.outputs[0].mismatched > 0, report.to_json()
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the input's features split into strided groups instead of runs of C / G
+        (
+            "_kernel_x = x.contiguous().reshape(32, 6, 64)",
+            "_kernel_x = x.contiguous().reshape(32, 64, 6).transpose(1, 2).contiguous()",
+        ),
+        # the per-feature weight split the other way than the input it scales
+        (
+            "_kernel_w = w.contiguous().reshape(1, 6, 64)",
+            "_kernel_w = w.contiguous().reshape(1, 64, 6).transpose(1, 2).contiguous()",
+        ),
+        # the groups merged back in the wrong order
+        ("return y.reshape((32, 384))", "return y.transpose(1, 2).reshape((32, 384))"),
+        # the flat per-group output merged column-major
+        ("s.reshape((192,))", "s.transpose(0, 1).reshape((192,))"),
+        # the group mean over the groups instead of within each
+        ("_r0 = pypto.sum(h, 2, keepdim=True)", "_r0 = pypto.sum(h, 1, keepdim=True)"),
+    ],
+    ids=[
+        "strided_groups",
+        "weight_split_apart",
+        "merged_transposed",
+        "flat_column_major",
+        "mean_across",
+    ],
+)
+def test_a_wrong_reshape_fails(old, new, tmp_path):
+    report = rejected(tmp_path, EXAMPLE_BY_STEM["group_views"].read_text(), old, new)
+    assert not report.ok
+    assert any(output.mismatched > 0 for output in report.outputs), report.to_json()

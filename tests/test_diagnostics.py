@@ -131,6 +131,28 @@ CASES = {
     + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x[:, ::-1]\n",
     "stepped_slice_of_positions": HEADER
     + "input x: f32[M, N]\noutput y: i64[2]\ny = argmax(x, axis=1)[::2]\n",
+    # reshapes (M = 4, N = 8)
+    "reshape_regrouping_axes": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\n"
+    "y = x.reshape(N, M)\n",
+    "reshape_to_other_element_count": HEADER + "input x: f32[M, N]\noutput y: f32[M, 3]\n"
+    "y = x.reshape(M, 3, -1)\n",
+    "reshape_two_inferred_sizes": HEADER + "input x: f32[M, N]\noutput y: f32[M, 2, 4]\n"
+    "y = x.view(M, -1, -1)\n",
+    "reshape_size_not_whole": HEADER + "input x: f32[M, N]\noutput y: f32[M, 8]\n"
+    "y = x.reshape(M, N / 3, 3)\n",
+    "reshape_size_not_an_integer": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = x.reshape(M, 8.0)\n",
+    "reshape_without_shape": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x.view()\n",
+    "reshape_split_two_ways": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "let a = x.reshape(M, 2, 4)\nlet b = x.reshape(M, 4, 2)\n"
+    "y = a.reshape(M, N) + b.reshape(M, N)\n",
+    "reshape_of_a_cropped_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "let g = x.reshape(M, 2, 4)\nlet c = x[:, 1:]\n"
+    "y = g.reshape(M, N) + sum(c, axis=1, keepdim=true)\n",
+    "scan_along_a_split_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = x.reshape(M, 2, 4).reshape(M, N) + cumsum(x, axis=1)\n",
+    "module_called_as_a_method": HEADER + "input x: f32[M, N]\nweight fc: linear(N, N)\n"
+    "output y: f32[M, N]\ny = x.fc()\n",
     "cat_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x, x])\n",
     "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"

@@ -23,6 +23,7 @@ CASES = {
     "91_cumsum_reverse": {"batch_size": 11, "n": 300},  # a row total beside the scan
     "51_argmax_dim": {"batch_size": 7, "dim1": 64, "dim2": 40},  # positions, not looped
     "90_cumprod": {"batch_size": 13, "N": 300},  # two running sums and their signs
+    "group_views": {"B": 13},  # split features: rows looped, each block's groups whole
 }
 
 
