@@ -1,0 +1,53 @@
+# KernelBench level 1 #73 (v0 shapes), written for ptodsl's tests.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int,
+        stride: int = 1,
+        padding: int = 0,
+        output_padding: int = 0,
+        groups: int = 1,
+        bias: bool = False,
+    ):
+        super().__init__()
+        # As in the original, output_padding is accepted but not forwarded to the module.
+        self.conv_t = nn.ConvTranspose3d(
+            in_channels,
+            out_channels,
+            kernel_size=(kernel_size, kernel_size, kernel_size),
+            stride=stride,
+            padding=padding,
+            groups=groups,
+            bias=bias,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_t(x)
+
+
+batch_size = 16
+in_channels = 32
+out_channels = 64
+kernel_size = 3
+depth = 16
+height = 32
+width = 32
+stride = 2
+padding = 3
+groups = 4
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, depth, height, width)]
+
+
+def get_init_inputs():
+    # Same list as the original: `groups` lands in the output_padding slot, so the
+    # module is built with groups=1.
+    return [in_channels, out_channels, kernel_size, stride, padding, groups]
