@@ -87,6 +87,9 @@ class _Aligner:
             return self.frames[id(node)]
         if isinstance(node, ir.Ref):
             frame = self.named[node.name]
+        elif node.op == "matmul" and self.computed_operand(node):
+            # A computed first operand's rows are the product's rows.
+            frame = [self.frame(node.operands[0])[0], self.axes.fresh(node.type.shape[1])]
         elif node.op == "matmul":
             # The cube reads its operands in their own layout: the result starts new axes.
             frame = [self.axes.fresh(size) for size in node.type.shape]
@@ -112,6 +115,12 @@ class _Aligner:
         self.frames[id(node)] = frame
         self.keep.append(node)
         return frame
+
+    def computed_operand(self, matmul: ir.Op) -> bool:
+        """Whether the matmul's first operand is a value the kernel computes (a `let`),
+        which lives in the frame, rather than a declared tensor in its own layout."""
+        a = matmul.operands[0]
+        return not (isinstance(a, ir.Ref) and a.name in {t.name for t in self.kernel.inputs})
 
     def regrouped(self, node: ir.Op) -> Frame:
         """A reshape's axes: kept axes are the operand's; a split axis is refined into new
@@ -313,6 +322,11 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         rebuilt = attrs.evolve(node, type=attrs.evolve(node.type, shape=shape))
         if not isinstance(node, ir.Op):
             return rebuilt
+        if node.op == "matmul" and aligner.computed_operand(node):
+            # the cube reads the computed operand as the [M, K] matrix it is
+            a, b = node.operands
+            matrix = ir.Op("reshape", (rebuild(a),), a.type, a.span, ir.Reshape(a.type.shape))
+            return attrs.evolve(rebuilt, operands=(matrix, b))
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
         if node.op == "reshape":  # the operand already has the finer axes

@@ -140,6 +140,13 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Loop |
     k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
     if k <= target.max_inner_axis:
         return None
+    if isinstance(a, ir.Op):  # a computed operand, seen as its matrix (align_axes)
+        raise SpecError(
+            f"a matmul of a computed value contracting {k} > {target.max_inner_axis} elements "
+            "is not supported",
+            matmul.span,
+            note="its K chunks are views of declared tensors: make the value an input",
+        )
     if not isinstance(stmt, ir.Store) or len(phase.shape) != 2:
         raise SpecError(
             f"a 2-D matmul contracting {k} > {target.max_inner_axis} elements must be an output of "

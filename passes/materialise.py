@@ -348,6 +348,9 @@ def _cube_phase(
     matmul = stmt.value
     assert isinstance(matmul, ir.Op) and isinstance(matmul.attrs, ir.Transposes)
     code: list[ir.Instruction] = [ir.SetCubeTiles(*phase.cube)]
+    a = matmul.operands[0]
+    if isinstance(a, ir.Op) and a.op == "reshape":  # a computed operand seen as its matrix
+        code.insert(0, ir.SetVecTiles(phase.tile, purpose="the computed operand's matrix"))
     if phase.k_loop is not None:
         assert isinstance(stmt, ir.Store), "the loops pass splits K only for an output"
         return (*code, *_k_split(stmt, matmul, phase, loop_name, variables))
@@ -360,7 +363,7 @@ def _cube_phase(
     if isinstance(stmt, ir.Let):
         code.append(ir.Allocate(result, matmul.type, stmt.span))
     a, b = matmul.operands
-    assert isinstance(a, ir.Ref) and isinstance(a.type, ir.TensorType)
+    assert isinstance(a, ir.Ref) and isinstance(a.type, ir.TensorType), "loops: declared A"
     k_size = a.type.shape[0] if matmul.attrs.a_trans else a.type.shape[1]
 
     def block(place: _Place) -> list[ir.Instruction]:

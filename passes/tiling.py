@@ -254,6 +254,16 @@ def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
     ]
 
 
+def _matrix_tile(matmul: ir.Op, target: Target) -> tuple[int, ...]:
+    """The vector tile under which a computed first operand is seen as its [M, K] matrix
+    (a reshape, vector work): one for the operand's frame shape. Unused otherwise."""
+    a = matmul.operands[0]
+    if not (isinstance(a, ir.Op) and a.op == "reshape"):
+        return matmul.type.shape
+    (frame_value,) = a.operands
+    return choose_tile(frame_value.type.shape, a.type.dtype.itemsize, target, None)
+
+
 def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ...]:
     """[m L0, m L1], [k L0, k L1], [n L0, n L1] for `set_cube_tile_shapes`, from the shapes
     and the buffer sizes (measured on the #1, #17 and #3 shapes: 128 x 256 output blocks with
@@ -334,8 +344,11 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
     phases = []
     for shape, indexes, itemsize in groups:
         if is_matmul(kernel.body[indexes[0]]):
-            cube = choose_cube_tile(kernel.body[indexes[0]].value, target)
-            phases.append(ir.Phase(tuple(indexes), shape, tile=shape, cube=cube))
+            matmul = kernel.body[indexes[0]].value
+            cube = choose_cube_tile(matmul, target)
+            phases.append(
+                ir.Phase(tuple(indexes), shape, tile=_matrix_tile(matmul, target), cube=cube)
+            )
             continue
         if is_window(kernel.body[indexes[0]]):
             window = kernel.body[indexes[0]].value

@@ -18,12 +18,13 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 def read_by(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
     """Names of the inputs matmuls read, and of those other ops read."""
+    inputs = {tensor.name for tensor in kernel.inputs}
     operands: set[str] = set()
     elsewhere: set[str] = set()
     for stmt in kernel.body:
         for node in ir.walk(stmt.value):
             if isinstance(node, ir.Op):
-                names = {o.name for o in node.operands if isinstance(o, ir.Ref)}
+                names = {o.name for o in node.operands if isinstance(o, ir.Ref)} & inputs
                 (operands if node.op == "matmul" else elsewhere).update(names)
     return operands, elsewhere
 

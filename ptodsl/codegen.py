@@ -129,11 +129,22 @@ class _Printer:
 
     def assignment(self, target: str, value: ir.Expr, indent: str) -> list[str]:
         if isinstance(value, ir.Op) and value.op == "matmul":
-            product, frame = _matmul(value)
-            if frame is None:
-                return [f"{indent}{target} = {product}"]
+            arguments, frame = _matmul(value)
+            if frame is None:  # one line up to ruff's 100 columns, as before
+                return emit_call(f"{target} = pypto.matmul", arguments, indent, width=100)
             # the kernel's frame has axes the product lacks (of size 1): the same elements
-            return emit_call(f"{target} = pypto.reshape", [product, str(list(frame))], indent)
+            product = emit_call("pypto.matmul", arguments, indent + "    ")
+            if len(product) == 1:
+                return emit_call(
+                    f"{target} = pypto.reshape", [product[0].strip(), str(list(frame))], indent
+                )
+            return [
+                f"{indent}{target} = pypto.reshape(",
+                *product[:-1],
+                product[-1] + ",",
+                f"{indent}    {list(frame)},",
+                f"{indent})",
+            ]
         return emit_assignment(self.emitter, target, value, indent)
 
     def loop(self, loop: ir.BlockLoop, indent: str) -> list[str]:
@@ -176,15 +187,28 @@ def _statement(instruction: ir.Instruction) -> str:
     raise TypeError(f"codegen cannot print {instruction!r}")
 
 
-def _matmul(matmul: ir.Op) -> tuple[str, tuple[int, ...] | None]:
-    """The cube's product, and the frame shape to reshape it to where that differs."""
-    a, b = matmul.operands
-    assert isinstance(a, ir.Ref) and isinstance(b, ir.Ref), "a matmul's operands are named"
-    flags = f"a_trans={matmul.attrs.a_trans}, b_trans={matmul.attrs.b_trans}"
-    product = f"pypto.matmul({a.name}, {b.name}, pypto.{matmul.type.dtype.pypto_name}, {flags})"
+def _matmul(matmul: ir.Op) -> tuple[list[str], tuple[int, ...] | None]:
+    """The arguments of the cube's `pypto.matmul`, and the frame shape to reshape the
+    product to where that differs."""
+    arguments = [
+        *map(_cube_operand, matmul.operands),
+        f"pypto.{matmul.type.dtype.pypto_name}",
+        f"a_trans={matmul.attrs.a_trans}",
+        f"b_trans={matmul.attrs.b_trans}",
+    ]
     if ir.product_shape(matmul) == matmul.type.shape:
-        return product, None
-    return product, matmul.type.shape
+        return arguments, None
+    return arguments, matmul.type.shape
+
+
+def _cube_operand(operand: ir.Expr) -> str:
+    """A declared tensor by name, or a computed one seen as its matrix (align_axes)."""
+    if isinstance(operand, ir.Op) and operand.op == "reshape":
+        (value,) = operand.operands
+        assert isinstance(value, ir.Ref), "a computed matmul operand is a let"
+        return f"pypto.reshape({value.name}, {list(operand.type.shape)})"
+    assert isinstance(operand, ir.Ref), "a matmul's operands are named"
+    return operand.name
 
 
 def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:

@@ -986,26 +986,56 @@ class _TypeChecker:
         }
         return self.expr(definition.apply(node.args[0], parameters, node.span))
 
+    def computed_operand(
+        self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool
+    ) -> ir.Ref:
+        """A matmul's first operand computed in the kernel (`fc(x * scale)`), named by a
+        `let` of its own unless it is one: the cube reads it as the [M, K] matrix it is."""
+        if first and transposed:
+            raise SpecError(
+                "`.T` goes on an input or a weight; a computed matmul operand is read as the "
+                "[M, K] value it is",
+                node.span,
+                note="declare the value as an input to multiply it transposed",
+            )
+        if not first:
+            raise SpecError(
+                "a matmul's second operand is an input or a weight, optionally transposed (`x.T`)",
+                node.span,
+                note="the cube multiplies a computed [M, K] value by a declared matrix: "
+                "inputs and weights, such as `fc.weight` (a module's parameter)",
+            )
+        if not isinstance(operand.type, ir.TensorType) or operand.type.rank != 2:
+            raise SpecError(
+                f"a computed matmul operand is a 2-D value, not {operand.type}", node.span
+            )
+        if not operand.type.dtype.is_float:
+            raise SpecError(f"matmul takes float tensors, not {operand.type}", node.span)
+        if isinstance(operand, ir.Ref) and operand.name in self.lets:
+            return operand
+        name = ir.generated_name(f"matrix{sum(n.startswith('_matrix') for n in self.lets)}")
+        self.lets[name] = operand.type
+        self.body.append(ir.Let(name, operand, node.span))
+        return ir.Ref(name, operand.type, node.span)
+
     def split_groups(self, operand: ir.Expr) -> tuple[tuple[int, ...], ...]:
         """A matmul operand's logical sizes per declared axis (one each when not split)."""
         assert isinstance(operand, ir.Ref)
+        if operand.name in self.lets:
+            return tuple((size,) for size in operand.type.shape)
         return self.inputs[operand.name].declared_groups
 
-    def matmul_operand(self, node: s.Expr) -> tuple[ir.Expr, bool]:
+    def matmul_operand(self, node: s.Expr, first: bool) -> tuple[ir.Expr, bool]:
         """An input, optionally transposed with `.T`: PyPTO's matmul reads operands in their
-        own layout and transposes on the fly (a_trans / b_trans)."""
+        own layout and transposes on the fly (a_trans / b_trans); or, as the first operand,
+        a 2-D value the kernel computes."""
         transposed = isinstance(node, s.Attribute)
         if transposed and node.attr != "T":
             raise SpecError(f"unknown attribute `.{node.attr}`; only `.T` exists", node.span)
         inner = node.value if transposed else node
         operand = self.expr(inner)
         if not (isinstance(operand, ir.Ref) and operand.name in self.inputs):
-            raise SpecError(
-                "a matmul operand is an input, optionally transposed (`x.T`)",
-                node.span,
-                note="the cube multiplies declared tensors: inputs and weights, such as "
-                "`fc.weight` (a module's parameter), with `.T` where one is transposed",
-            )
+            return self.computed_operand(operand, node, first, transposed), False
         groups = self.split_groups(operand)
         if any(len(group) != 1 for group in groups):
             # the cube reads the declared layout; the product's split axes follow (below)
@@ -1026,7 +1056,8 @@ class _TypeChecker:
         return operand, transposed
 
     def matmul(self, node: s.Binary) -> ir.Expr:
-        (a, a_trans), (b, b_trans) = map(self.matmul_operand, (node.lhs, node.rhs))
+        a, a_trans = self.matmul_operand(node.lhs, first=True)
+        b, b_trans = self.matmul_operand(node.rhs, first=False)
         a_shape, b_shape = a.type.shape, b.type.shape
         if a_trans:
             a_shape = a_shape[::-1]

@@ -534,3 +534,28 @@ def test_a_wrong_reshape_fails(old, new, tmp_path):
     report = rejected(tmp_path, EXAMPLE_BY_STEM["group_views"].read_text(), old, new)
     assert not report.ok
     assert any(output.mismatched > 0 for output in report.outputs), report.to_json()
+
+
+SCALED_SQUARE = """kernel scaled_square
+dims B = 64, K = 64, N = 48
+input x: f32[B, K]
+input s: f32[K]
+input w: f32[N, K]
+output y: f32[B, N]
+y = (x * s) @ w.T
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # the computed operand read transposed (square, so the shapes still agree)
+        ("                a_trans=False,", "                a_trans=True,"),
+        # the cube multiplies the raw input instead of the value computed from it
+        ("pypto.reshape(_matrix0, [64, 64])", "pypto.reshape(x, [64, 64])"),
+    ],
+    ids=["operand_transposed", "operand_uncomputed"],
+)
+def test_a_wrong_matmul_of_a_computed_value_fails(old, new, tmp_path):
+    report = rejected(tmp_path, SCALED_SQUARE, old, new)
+    assert not report.ok

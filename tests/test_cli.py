@@ -278,6 +278,10 @@ def test_a_spec_file_is_read_with_a_bound(tmp_path):
     assert result.stderr == f"ptodsl: error: {huge} is larger than 1024 KiB: not a spec\n"
 
 
+def _default_interrupt() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stopped_check_leaves_no_worker_and_no_folder(tmp_path, stop):
     """`timeout` or a closed terminal stops `ptodsl check` mid-simulation: its simulator
@@ -290,6 +294,9 @@ def test_a_stopped_check_leaves_no_worker_and_no_folder(tmp_path, stop):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a suite started in the background (`cmd &` without job
+        # control) ignores SIGINT, and the check would inherit that and run to the end
+        preexec_fn=_default_interrupt,
     )
     deadline = time.monotonic() + 120
     while not any(p.name.startswith("ptodsl-sim-") for p in scratch.iterdir()):

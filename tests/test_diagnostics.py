@@ -153,6 +153,13 @@ CASES = {
     "y = x.reshape(M, 2, 4).reshape(M, N) + cumsum(x, axis=1)\n",
     "module_called_as_a_method": HEADER + "input x: f32[M, N]\nweight fc: linear(N, N)\n"
     "output y: f32[M, N]\ny = x.fc()\n",
+    # computed matmul operands (M = 4, N = 8)
+    "computed_second_matmul_operand": HEADER + "input x: f32[M, N]\ninput w: f32[N, N]\n"
+    "output y: f32[N, M]\ny = w @ (x * 2.0).T\n",
+    "computed_matmul_operand_transposed": HEADER + "input x: f32[M, N]\ninput w: f32[M, N]\n"
+    "output y: f32[N, N]\ny = (x * 2.0).T @ w\n",
+    "computed_matmul_operand_of_rank_3": HEADER + "input x: f32[M, M, N]\ninput w: f32[N, N]\n"
+    "output y: f32[M, M, N]\ny = (x * 2.0) @ w\n",
     "cat_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x, x])\n",
     "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
