@@ -76,6 +76,7 @@ class _Aligner:
         self.named: dict[str, Frame] = {}
         self.keep: list[ir.Expr] = []  # nodes whose ids key `frames` stay alive
         self.opaque = matmul_operands(kernel)
+        self.input_names = {tensor.name for tensor in kernel.inputs}
         # (axis, its parts, the reshape's span): a reshape sees `axis` as `parts`
         self.refinements: list[tuple[int, list[int], Span]] = []
         self.parts: dict[int, list[int]] = {}  # root axis -> its parts, once resolved
@@ -120,7 +121,7 @@ class _Aligner:
         """Whether the matmul's first operand is a value the kernel computes (a `let`),
         which lives in the frame, rather than a declared tensor in its own layout."""
         a = matmul.operands[0]
-        return not (isinstance(a, ir.Ref) and a.name in {t.name for t in self.kernel.inputs})
+        return not (isinstance(a, ir.Ref) and a.name in self.input_names)
 
     def regrouped(self, node: ir.Op) -> Frame:
         """A reshape's axes: kept axes are the operand's; a split axis is refined into new
@@ -366,7 +367,6 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                 factors.update(
                     (leaf, (aligner.axes.size[leaf] if split else dim,)) for leaf in leaves
                 )
-        aligner.leaf_sizes(frame, tensor.type.shape, tensor.span)  # a whole axis where split
         return tuple(factors.get(axis, ()) for axis in order) or ((),)
 
     inputs = tuple(

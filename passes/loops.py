@@ -140,7 +140,7 @@ def plan_k_loop(kernel: ir.Kernel, phase: ir.Phase, target: Target) -> ir.Loop |
     k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
     if k <= target.max_inner_axis:
         return None
-    if isinstance(a, ir.Op):  # a computed operand, seen as its matrix (align_axes)
+    if ir.is_cube_matrix(a):
         raise SpecError(
             f"a matmul of a computed value contracting {k} > {target.max_inner_axis} elements "
             "is not supported",

@@ -348,8 +348,7 @@ def _cube_phase(
     matmul = stmt.value
     assert isinstance(matmul, ir.Op) and isinstance(matmul.attrs, ir.Transposes)
     code: list[ir.Instruction] = [ir.SetCubeTiles(*phase.cube)]
-    a = matmul.operands[0]
-    if isinstance(a, ir.Op) and a.op == "reshape":  # a computed operand seen as its matrix
+    if ir.is_cube_matrix(matmul.operands[0]):
         code.insert(0, ir.SetVecTiles(phase.tile, purpose="the computed operand's matrix"))
     if phase.k_loop is not None:
         assert isinstance(stmt, ir.Store), "the loops pass splits K only for an output"

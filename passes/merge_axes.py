@@ -28,16 +28,10 @@ def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]
     for stmt in kernel.body:
         for node in ir.walk(stmt.value):
             if isinstance(node.type, ir.TensorType) and not (
-                (isinstance(node, ir.Ref) and node.name in opaque) or _is_cube_matrix(node)
+                (isinstance(node, ir.Ref) and node.name in opaque) or ir.is_cube_matrix(node)
             ):
                 shapes.append(node.type.shape)
     return shapes
-
-
-def _is_cube_matrix(node: ir.Expr) -> bool:
-    """A computed matmul operand seen as its [M, K] matrix: outside the frame. (align_axes
-    leaves no other reshape; materialise makes its own after this pass.)"""
-    return isinstance(node, ir.Op) and node.op == "reshape"
 
 
 def axis_groups(shapes: list[tuple[int, ...]]) -> list[list[int]]:
@@ -178,7 +172,7 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         if (
             not isinstance(node.type, ir.TensorType)
             or (isinstance(node, ir.Ref) and node.name in opaque)
-            or _is_cube_matrix(node)
+            or ir.is_cube_matrix(node)
         ):
             return node
         node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(node.type.shape)))

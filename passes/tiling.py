@@ -258,7 +258,7 @@ def _matrix_tile(matmul: ir.Op, target: Target) -> tuple[int, ...]:
     """The vector tile under which a computed first operand is seen as its [M, K] matrix
     (a reshape, vector work): one for the operand's frame shape. Unused otherwise."""
     a = matmul.operands[0]
-    if not (isinstance(a, ir.Op) and a.op == "reshape"):
+    if not ir.is_cube_matrix(a):
         return matmul.type.shape
     (frame_value,) = a.operands
     return choose_tile(frame_value.type.shape, a.type.dtype.itemsize, target, None)

@@ -203,7 +203,7 @@ def _matmul(matmul: ir.Op) -> tuple[list[str], tuple[int, ...] | None]:
 
 def _cube_operand(operand: ir.Expr) -> str:
     """A declared tensor by name, or a computed one seen as its matrix (align_axes)."""
-    if isinstance(operand, ir.Op) and operand.op == "reshape":
+    if ir.is_cube_matrix(operand):
         (value,) = operand.operands
         assert isinstance(value, ir.Ref), "a computed matmul operand is a let"
         return f"pypto.reshape({value.name}, {list(operand.type.shape)})"

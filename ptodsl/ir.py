@@ -694,6 +694,12 @@ def product_shape(matmul: Op) -> tuple[int, ...]:
     return (*a[:-1], b[-1])
 
 
+def is_cube_matrix(operand: Expr) -> bool:
+    """A matmul operand the kernel computes, seen as its [M, K] matrix: align_axes wraps such
+    operands in a reshape (and leaves no other reshape before materialise)."""
+    return isinstance(operand, Op) and operand.op == "reshape"
+
+
 def regroup(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
     """A reshape of `old` to `new` (equal element counts) as runs of axes with equal
     products: `(old_axes, new_axes)` pairs in order. A run is one axis on either side (kept),
