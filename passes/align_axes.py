@@ -61,6 +61,34 @@ class _Axes:
         return min(a, b)
 
 
+def convolved_values(kernel: ir.Kernel) -> set[str]:
+    """`let`s of a convolution that only convolutions read (as their input): a
+    depthwise-separable pair. Such a value is stored as the convolution computes it,
+    [N, C, *spatial], outside the frame, like a declared input."""
+    convolutions = {
+        stmt.name
+        for stmt in kernel.body
+        if isinstance(stmt, ir.Let)
+        and isinstance(stmt.value, ir.Op)
+        and ops.lookup(stmt.value.op).kind is ops.Kind.CONV
+    }
+    read_elsewhere = set()
+    for stmt in kernel.body:
+        for node in ir.walk(stmt.value):
+            if not isinstance(node, ir.Op):
+                continue
+            first = ops.lookup(node.op).kind is ops.Kind.CONV
+            for position, operand in enumerate(node.operands):
+                if isinstance(operand, ir.Ref) and not (first and position == 0):
+                    read_elsewhere.add(operand.name)
+    for output in kernel.outputs:  # a store of the value itself reads it too
+        read_elsewhere.add(output.name)
+    for stmt in kernel.body:
+        if isinstance(stmt, ir.Store) and isinstance(stmt.value, ir.Ref):
+            read_elsewhere.add(stmt.value.name)
+    return convolutions - read_elsewhere
+
+
 def matmul_operands(kernel: ir.Kernel) -> set[str]:
     """Inputs read only by matmuls: they keep their declared layout, outside the frame."""
     operands, elsewhere = read_by(kernel)
@@ -76,6 +104,7 @@ class _Aligner:
         self.named: dict[str, Frame] = {}
         self.keep: list[ir.Expr] = []  # nodes whose ids key `frames` stay alive
         self.opaque = matmul_operands(kernel)
+        self.convolved = convolved_values(kernel)
         self.input_names = {tensor.name for tensor in kernel.inputs}
         # (axis, its parts, the reshape's span): a reshape sees `axis` as `parts`
         self.refinements: list[tuple[int, list[int], Span]] = []
@@ -91,7 +120,7 @@ class _Aligner:
         elif node.op == "matmul" and self.computed_operand(node):
             # A computed first operand's rows are the product's rows.
             frame = [self.frame(node.operands[0])[0], self.axes.fresh(node.type.shape[1])]
-        elif node.op == "matmul":
+        elif ops.reads_declared_layout(node.op):
             # The cube reads its operands in their own layout: the result starts new axes.
             frame = [self.axes.fresh(size) for size in node.type.shape]
         elif node.op == "reshape":
@@ -227,6 +256,8 @@ class _Aligner:
             if tensor.name not in self.opaque:
                 self.named[tensor.name] = [self.axes.fresh(size) for size in tensor.type.shape]
         for stmt in self.kernel.body:
+            if isinstance(stmt, ir.Let) and stmt.name in self.convolved:
+                continue  # in its own layout, outside the frame
             frame = self.frame(stmt.value)
             if isinstance(stmt, ir.Let):
                 self.named[stmt.name] = frame or []
@@ -330,6 +361,16 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             return attrs.evolve(rebuilt, operands=(matrix, b))
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
+        if ops.reads_declared_layout(node.op):  # a convolution
+            for position, operand in enumerate(node.operands):
+                declared = aligner.input_names | (aligner.convolved if position == 0 else set())
+                if not (isinstance(operand, ir.Ref) and operand.name in declared):
+                    raise SpecError(
+                        "a convolution of a value the kernel computes is not supported yet",
+                        operand.span,
+                        note="convolve an input by a weight, both declared; compute after it",
+                    )
+            return rebuilt
         if node.op == "reshape":  # the operand already has the finer axes
             operand = rebuild(node.operands[0])
             assert operand.type.shape == shape, "a reshape's two sides share their leaf axes"
@@ -354,7 +395,12 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             rebuilt = attrs.evolve(rebuilt, attrs=node.attrs.moved(sources))
         return rebuilt
 
-    body = tuple(attrs.evolve(stmt, value=rebuild(stmt.value)) for stmt in kernel.body)
+    body = tuple(
+        stmt
+        if isinstance(stmt, ir.Let) and stmt.name in aligner.convolved
+        else attrs.evolve(stmt, value=rebuild(stmt.value))
+        for stmt in kernel.body
+    )
 
     def kernel_dims(tensor: ir.Tensor, frame: Frame) -> tuple[tuple[ir.DimFactor, ...], ...]:
         """Each frame axis's factors: the tensor's dim, or the size of a part where a

@@ -1,8 +1,8 @@
 """Gives every reduction a statement of its own, so that tile phases can change between them.
 
 A reduction nested in a larger expression is bound to a `let` named `_r<n>` first (a matmul
-`_m<n>`, a window `_w<n>`); a window's operand, when it is not a named value, too: a window
-phase reads one tensor. A store
+`_m<n>`, a window `_w<n>`, a convolution `_c<n>`); a window's operand, when it is not a
+named value, too: a window phase reads one tensor. A store
 of the form `out = f(reduction)`, where `f` is elementwise with only scalars besides, becomes
 `out = reduction` then `out = f(out)`: the reduction then writes straight into the output,
 which is where a loop over the reduced axis must accumulate (a temporary accumulator gives
@@ -22,10 +22,15 @@ def is_window(node: ir.Expr) -> bool:
     return isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.WINDOW
 
 
+def is_conv(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONV
+
+
 def is_reduction(node: ir.Expr) -> bool:
-    """Reductions, matmuls and windows: ops that get a statement, and a phase, of their own."""
+    """Reductions, matmuls, windows and convolutions: ops that get a statement, and a
+    phase, of their own."""
     return isinstance(node, ir.Op) and (
-        node.op in REDUCTIONS or node.op == "matmul" or is_window(node)
+        node.op in REDUCTIONS or node.op == "matmul" or is_window(node) or is_conv(node)
     )
 
 
@@ -63,7 +68,8 @@ def isolate_reductions(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) ->
                 node = named_operand(node)
             if not is_reduction(node):
                 return node
-            return let(node, "_m" if node.op == "matmul" else "_w" if is_window(node) else "_r")
+            prefix = "_m" if node.op == "matmul" else "_w" if is_window(node) else "_r"
+            return let(node, "_c" if is_conv(node) else prefix)
 
         def named_operand(window: ir.Op) -> ir.Op:
             (operand,) = window.operands

@@ -199,6 +199,9 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
         if whole.window is not None:
             phases.append(plan_window_loop(kernel, whole, target))
             continue
+        if whole.conv is not None:  # tiling planned its loops with its blocks
+            phases.append(whole)
+            continue
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole, target)
             loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)

@@ -52,6 +52,8 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
         return _cube_phase(kernel, phase, loop_name, variables)
     if phase.window is not None:
         return _window_phase(kernel, phase, loop_name, variables)
+    if phase.conv is not None:
+        return _ConvPhase(kernel, phase, loop_name, variables).instructions()
     later_reads = _later_reads(kernel, index)
     code: list[ir.Instruction] = [ir.SetVecTiles(phase.tile)]
     loop = phase.loop
@@ -540,6 +542,307 @@ def _window_steps(
         count = math.prod(window.attrs.size)
         value = ir.op("mul", value, ir.Const(1.0 / count, span), span=span)
     return code, value
+
+
+class _ConvPhase:
+    """A convolution phase as `ir.ConvPlan` describes it: the weight's tap matrices once,
+    then per batch element the padded input and per block of rows and group the taps'
+    matmuls, summed and assembled."""
+
+    def __init__(
+        self, kernel: ir.Kernel, phase: ir.Phase, loop_name: str, variables: _LoopVariables
+    ):
+        assert phase.conv is not None
+        self.plan = phase.conv
+        (self.stmt,) = (kernel.body[i] for i in phase.statements)
+        conv = self.stmt.value
+        assert isinstance(conv, ir.Op) and isinstance(conv.attrs, ir.Conv)
+        self.conv = conv
+        self.geometry = ir.ConvGeometry.of(conv)
+        self.x, self.weight = conv.operands
+        assert isinstance(self.x, ir.Ref) and isinstance(self.weight, ir.Ref)
+        shapes = {t.name: t.kernel_shape for t in kernel.inputs}
+        # a convolved value (a `let`) is stored as its convolution computes it
+        self.x_shape = shapes.get(self.x.name, self.x.type.shape)
+        self.weight_shape = shapes[self.weight.name]
+        stmt = self.stmt
+        self.destination = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+        self.loop_name = loop_name
+        self.rows_variables = variables
+        # the batch loop's variables: free names beside the rows loop's
+        self.batch = _LoopVariables(f"{variables.index}_batch", f"{variables.offset}_batch")
+        self.lead = () if self.geometry.merges_batch else (1,)
+
+    def typed(self, shape: tuple[int, ...]) -> ir.TensorType:
+        return ir.TensorType(shape, self.conv.type.dtype)
+
+    def ref(self, name: str, shape: tuple[int, ...]) -> ir.Ref:
+        return ir.Ref(name, self.typed(shape), self.stmt.span)
+
+    def tile(self, shape: tuple[int, ...], purpose: str) -> ir.SetVecTiles:
+        return ir.SetVecTiles(self.plan.tile(shape), purpose)
+
+    def channel(self, first: int, per_batch: int) -> tuple[ir.Index, ...]:
+        """The leading offsets of channel `first` of the loop's batch element: [batch,
+        channel], or one merged axis."""
+        if self.geometry.merges_batch:
+            return (ir.Affine(self.batch.offset, per_batch, first),)
+        return (self.batch.offset, first)
+
+    def instructions(self) -> tuple[ir.Instruction, ...]:
+        code: list[ir.Instruction] = [ir.SetCubeTiles(*self.plan.cube)]
+        if isinstance(self.stmt, ir.Let):
+            code.append(ir.Allocate(self.destination, self.conv.type, self.stmt.span))
+        code += self.tap_weights()
+        source, body = self.padded_input()
+        rows = _looped(
+            f"{self.loop_name}_rows",
+            self.plan.rows,
+            self.rows_variables,
+            lambda place: self.block(place, source),
+        )
+        code.append(
+            ir.BlockLoop(
+                f"{self.loop_name}_batch",
+                0,
+                self.plan.batch,
+                1,
+                (*body, rows),
+                index=self.batch.index,
+                offset=self.batch.offset,
+            )
+        )
+        return tuple(code)
+
+    def tap_weights(self) -> list[ir.Instruction]:
+        """Each tap's [C_out, C_in/groups] matrix (a row of the transposed weight), and each
+        group's rows of it; a transposed convolution's [C_in, C_out/groups], which its
+        matmuls read transposed."""
+        geometry, span = self.geometry, self.stmt.span
+        cig, cog = geometry.group_in, geometry.group_out
+        groups = geometry.attributes.groups
+        # the weight's leading axis, and a group's rows of it
+        rows, part_rows = (
+            (geometry.in_channels, cig) if geometry.transposed else (geometry.out_channels, cog)
+        )
+        columns = self.weight_shape[0] // rows
+        taps = len(geometry.taps)
+        width = rows * columns
+        by_tap = self.ref(ir.generated_name("taps", self.weight.name), (taps, width))
+        weight = self.ref(self.weight.name, self.weight_shape)
+        code: list[ir.Instruction] = [
+            self.tile(self.weight_shape, "the weight, one tap per row"),
+            ir.Assign(
+                by_tap.name, ir.Op("swap", (weight,), by_tap.type, span, ir.Swap(0, 1)), span
+            ),
+            self.tile((1, width), "each tap's matrix"),
+        ]
+        self.weights: dict[tuple[int, int], ir.Ref] = {}
+        for tap in range(taps):
+            row = ir.Op(
+                "slice",
+                (by_tap,),
+                self.typed((1, width)),
+                span,
+                ir.Slice((tap, 0), (tap + 1, None)),
+            )
+            matrix = self.ref(ir.generated_name(f"tap{tap}", self.weight.name), (rows, columns))
+            code.append(ir.Assign(matrix.name, ir.op_reshape(row, matrix.type.shape), span))
+            for group in range(groups):
+                if groups == 1:
+                    self.weights[tap, group] = matrix
+                    continue
+                part = self.ref(
+                    ir.generated_name(f"tap{tap}g{group}", self.weight.name), (part_rows, columns)
+                )
+                cut = ir.Slice((group * part_rows, 0), ((group + 1) * part_rows, None))
+                code.append(
+                    ir.Assign(part.name, ir.Op("slice", (matrix,), part.type, span, cut), span)
+                )
+                self.weights[tap, group] = part
+        return code
+
+    def padded_input(self) -> tuple[ir.Ref | None, list[ir.Instruction]]:
+        """The batch element's input spaced and padded with zeros, [C_in, *padded], or None
+        when neither applies: the taps then view the input itself."""
+        geometry, span, plan = self.geometry, self.stmt.span, self.plan
+        strided = any(step > 1 for step in geometry.stride)
+        if not (
+            any(plan.front) or any(plan.back) or any(g > 1 for g in geometry.inserted) or strided
+        ):
+            return None, []
+        ci = geometry.in_channels
+        view_shape = (*self.lead, ci, *geometry.spatial)
+        element = self.ref(ir.generated_name("element", self.x.name), view_shape)
+        code: list[ir.Instruction] = [
+            self.tile(view_shape, "the batch element's input"),
+            ir.View(
+                element.name,
+                self.x.name,
+                element.type,
+                (*self.channel(0, ci), *(0,) * len(geometry.spatial)),
+            ),
+        ]
+        current = element
+        if self.lead:
+            current = self.ref(ir.generated_name("input", self.x.name), (ci, *geometry.spatial))
+            code.append(ir.Assign(current.name, ir.op_reshape(element, current.type.shape), span))
+        extents = list(geometry.spatial)
+        for axis, gap in enumerate(geometry.inserted):
+            if gap == 1:
+                continue
+            before, n, gap, after = geometry.spacing(axis, tuple(extents))
+            extents[axis] *= gap
+            spaced = self.ref(ir.generated_name(f"spaced{axis}", self.x.name), (ci, *extents))
+            purpose = f"zeros between the elements of spatial axis {axis}"
+            if after > 1:
+                # [before, n, 1, after] beside [before, n, gap - 1, after] zeros
+                column = ir.op_reshape(current, (before, n, 1, after))
+                zeros = ir.Op(
+                    "fill", (), self.typed((before, n, gap - 1, after)), span, ir.Fill(0.0)
+                )
+                joined = ir.Op(
+                    "cat", (column, zeros), self.typed((before, n, gap, after)), span, ir.Along(2)
+                )
+                code += [
+                    self.tile((before, n, gap, after), purpose),
+                    ir.Assign(spaced.name, ir.op_reshape(joined, spaced.type.shape), span),
+                ]
+            else:
+                code += self.spaced_last(current, spaced, (before, n, gap), purpose)
+            current = spaced
+        for axis, (front, back) in enumerate(zip(plan.front, plan.back, strict=True)):
+            if not front and not back:
+                continue
+            padded = (ci, *extents[:axis], extents[axis] + front + back, *extents[axis + 1 :])
+            code.append(self.tile(padded, f"padding along spatial axis {axis}"))
+            value: ir.Expr = current
+            zeros: dict[int, ir.Ref] = {}  # one fill per length: both ends share it when equal
+            for edge, at_front in ((front, True), (back, False)):
+                if not edge:
+                    continue
+                if edge not in zeros:
+                    fill_shape = (ci, *extents[:axis], edge, *extents[axis + 1 :])
+                    fill = ir.Op("fill", (), self.typed(fill_shape), span, ir.Fill(0.0))
+                    name = ir.generated_name(f"zeros{axis}{'' if not zeros else 'b'}", self.x.name)
+                    code.append(ir.Assign(name, fill, span))
+                    zeros[edge] = self.ref(name, fill_shape)
+                joined_shape = list(value.type.shape)
+                joined_shape[axis + 1] += edge
+                pair = (zeros[edge], value) if at_front else (value, zeros[edge])
+                value = ir.Op(
+                    "cat", pair, self.typed(tuple(joined_shape)), span, ir.Along(axis + 1)
+                )
+            extents[axis] += front + back
+            current = self.ref(ir.generated_name(f"pad{axis}", self.x.name), (ci, *extents))
+            code.append(ir.Assign(current.name, value, span))
+        if strided:
+            split = geometry.split_source(tuple(extents))
+            value = ir.op_reshape(current, split)
+            current = self.ref(ir.generated_name("strides", self.x.name), split)
+            code += [
+                self.tile(split, "each strided axis as [length / stride, stride]"),
+                ir.Assign(current.name, value, span),
+            ]
+        return current, code
+
+    def spaced_last(
+        self, value: ir.Ref, spaced: ir.Ref, sizes: tuple[int, int, int], purpose: str
+    ) -> list[ir.Instruction]:
+        """`value` spaced along its last axis: [before, n] exchanged to [n, before], each row
+        followed by `gap - 1` rows of zeros, [n * gap, before] exchanged back."""
+        before, n, gap = sizes
+        span = self.stmt.span
+
+        def named(kind: str) -> str:
+            return ir.generated_name(kind, spaced.name.removeprefix("_"))
+
+        rows = self.ref(named("rows"), (n, before))
+        flat = ir.op_reshape(value, (before, n))
+        column = ir.op_reshape(rows, (n, 1, before))
+        zeros = ir.Op("fill", (), self.typed((n, gap - 1, before)), span, ir.Fill(0.0))
+        joined = ir.Op("cat", (column, zeros), self.typed((n, gap, before)), span, ir.Along(1))
+        rows_spaced = self.ref(named("joined"), (n * gap, before))
+        back = ir.Op("swap", (rows_spaced,), self.typed((before, n * gap)), span, ir.Swap(0, 1))
+        return [
+            self.tile((before, n), f"{purpose}: exchanged"),
+            ir.Assign(rows.name, ir.Op("swap", (flat,), rows.type, span, ir.Swap(0, 1)), span),
+            self.tile((n, gap, before), purpose),
+            ir.Assign(rows_spaced.name, ir.op_reshape(joined, rows_spaced.type.shape), span),
+            self.tile((n * gap, before), f"{purpose}: exchanged back"),
+            ir.Assign(spaced.name, ir.op_reshape(back, spaced.type.shape), span),
+        ]
+
+    def block(self, place: _Place, source: ir.Ref | None) -> list[ir.Instruction]:
+        """One block of output rows of the loop's batch element: per group, every tap's
+        view of the input as a matrix, times the tap's weight; the products summed and
+        assembled into the result."""
+        geometry, span = self.geometry, self.stmt.span
+        attributes = geometry.attributes
+        co, cig, cog = geometry.out_channels, geometry.group_in, geometry.group_out
+        rest = geometry.out[1:]
+        rows = place.rows
+        columns = rows * math.prod(rest)
+        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead)
+        result_shape = (*self.lead, cog, rows, *rest)
+        code: list[ir.Instruction] = []
+        for group in range(attributes.groups):
+            products = []
+            code.append(self.tile(tap_shape, f"group {group}: the taps' views"))
+            for number, tap in enumerate(geometry.taps):
+                first, *others = geometry.tap_start(tap, self.plan.skip)
+                spatial = (_shifted(place.offset, first[0]), *first[1:])
+                spatial += tuple(start for starts in others for start in starts)
+                if source is not None:
+                    name, at = source.name, (group * cig, *spatial)
+                else:
+                    name = self.x.name
+                    at = (*self.channel(group * cig, geometry.in_channels), *spatial)
+                view = self.ref(place.named(f"view{number}g{group}"), tap_shape)
+                matrix = self.ref(place.named(f"col{number}g{group}"), (cig, columns))
+                product = self.ref(place.named(f"prod{number}g{group}"), (cog, columns))
+                matmul = ir.Op(
+                    "matmul",
+                    (self.weights[geometry.tap_weight(tap), group], matrix),
+                    product.type,
+                    span,
+                    ir.Transposes(geometry.transposed, False),
+                )
+                code += [
+                    ir.View(view.name, name, view.type, at),
+                    ir.Assign(matrix.name, ir.op_reshape(view, matrix.type.shape), span),
+                    ir.Assign(product.name, matmul, span),
+                ]
+                products.append(product)
+            total: ir.Expr = products[0]
+            for product in products[1:]:
+                total = ir.op("add", total, product, span=span)
+            summed = self.ref(place.named(f"sum{group}"), (cog, columns))
+            part = self.ref(place.named(f"part{group}"), result_shape)
+            code += [
+                self.tile(summed.type.shape, f"group {group}: the taps' sum"),
+                ir.Assign(
+                    summed.name,
+                    total if len(products) > 1 else ir.op("clone", total, span=span),
+                    span,
+                ),
+                self.tile(result_shape, f"group {group}: the block"),
+                ir.Assign(part.name, ir.op_reshape(summed, result_shape), span),
+                ir.Assemble(
+                    part.name,
+                    self.destination,
+                    (*self.channel(group * cog, co), place.offset, *(0,) * len(rest)),
+                ),
+            ]
+        return code
+
+
+def _shifted(offset: ir.Index, by: int) -> ir.Index:
+    """A loop offset plus a constant."""
+    if isinstance(offset, int):
+        return offset + by
+    assert isinstance(offset, str), "a block's offset is its loop's variable"
+    return ir.Affine(offset, 1, by) if by else offset
 
 
 def _k_split(

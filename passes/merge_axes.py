@@ -17,15 +17,18 @@ import attrs
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-from ptodsl.passes.align_axes import POSITIONAL, REDUCTIONS, matmul_operands
+from ptodsl.passes.align_axes import POSITIONAL, REDUCTIONS, convolved_values, matmul_operands
 from ptodsl.target import Target
 
 
 def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]:
-    """The shapes of every tensor in the frame (matmul operands keep layouts of their own)."""
+    """The shapes of every tensor in the frame (matmul and convolution operands keep
+    layouts of their own, as convolved values do)."""
     framed = [t for t in (*kernel.inputs, *kernel.outputs) if t.name not in opaque]
     shapes = [t.kernel_shape for t in framed]
     for stmt in kernel.body:
+        if isinstance(stmt, ir.Let) and stmt.name in opaque:
+            continue
         for node in ir.walk(stmt.value):
             if isinstance(node.type, ir.TensorType) and not (
                 (isinstance(node, ir.Ref) and node.name in opaque) or ir.is_cube_matrix(node)
@@ -134,6 +137,63 @@ def _cube_groups(matmuls: list[ir.Op], shapes: list[tuple[int, ...]]) -> list[li
     return [rows, [rank - 1]]
 
 
+def _convs(kernel: ir.Kernel) -> list[ir.Op]:
+    return [
+        node
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONV
+    ]
+
+
+def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple[int, ...]]):
+    """A 3-D convolution's result has rank 5: its batch and channel axes merge (PyPTO has
+    rank 4), which every value of the kernel must allow (none broadcasts along one only)."""
+    merging = [c for c in convs if ir.ConvGeometry.of(c).merges_batch]
+    if not merging:
+        return groups
+    if len(shapes[0]) != 5 or any((shape[0] == 1) != (shape[1] == 1) for shape in shapes):
+        raise SpecError(
+            "a 3-D convolution's batch and channel axes must merge (PyPTO has rank 4), but a "
+            "value of this kernel broadcasts along one of them only",
+            merging[0].span,
+            note="compute the 3-D convolution in a kernel of its own",
+        )
+    return [[0, 1], [2], [3], [4]]
+
+
+def _conv_layouts(convs: list[ir.Op], kernel: ir.Kernel) -> dict[str, tuple[tuple, ...]]:
+    """The layouts a convolution reads its operands in: the input as declared (batch and
+    channels as one axis when the input has rank 5), the weight as [C_out * C_in/groups,
+    taps], so that the kernel can take each tap's matrix as one row of its transpose."""
+    inputs = {t.name: t for t in kernel.inputs}
+    layouts: dict[str, tuple[tuple, ...]] = {}
+    for conv in convs:
+        x, weight = conv.operands
+        assert isinstance(x, ir.Ref) and isinstance(weight, ir.Ref), "align_axes: declared"
+        if x.name not in inputs:  # a convolved value: stored as its convolution computes it
+            layouts.setdefault(weight.name, _weight_layout(inputs[weight.name]))
+            continue
+        x_dims = inputs[x.name].declared_dims
+        if ir.ConvGeometry.of(conv).merges_batch:
+            x_dims = ((*x_dims[0], *x_dims[1]), *x_dims[2:])
+        w_dims = _weight_layout(inputs[weight.name])
+        for name, dims in ((x.name, x_dims), (weight.name, w_dims)):
+            if layouts.setdefault(name, dims) != dims:
+                raise SpecError(
+                    f"`{name}` is read by two convolutions in two layouts",
+                    conv.span,
+                    note="declare a second input for the other convolution",
+                )
+    return layouts
+
+
+def _weight_layout(weight: ir.Tensor) -> tuple[tuple, ...]:
+    """[C_out * C_in/groups, taps]: one row per pair of channels, one column per tap."""
+    dims = weight.declared_dims
+    return ((*dims[0], *dims[1]), tuple(f for axis in dims[2:] for f in axis))
+
+
 def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     target = ctx.target
     opaque = matmul_operands(kernel)
@@ -141,8 +201,11 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     matmuls = _matmuls(kernel)
     # The first operands of tensor-by-matrix products: viewed as [rows, K] by `forward`.
     row_merged = {m.operands[0].name for m in matmuls if _by_matrix(m)}
+    convs = _convs(kernel)
+    convolved = convolved_values(kernel)
+    opaque |= convolved
     if opaque:
-        groups = _cube_groups(matmuls, shapes)
+        groups = _conv_groups(convs, _cube_groups(matmuls, shapes), shapes)
     else:
         groups = at_least_two_axes(
             _positional_axes_apart(
@@ -208,13 +271,22 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     def row_merged_dims(tensor: ir.Tensor) -> tuple[tuple[ir.DimFactor, ...], ...]:
         return (tuple(d for dims in tensor.kernel_dims[:-1] for d in dims), tensor.kernel_dims[-1])
 
+    conv_layouts = _conv_layouts(convs, kernel)
     inputs = tuple(
         attrs.evolve(t, kernel_dims=row_merged_dims(t))
         if t.name in row_merged
+        else attrs.evolve(t, kernel_dims=conv_layouts[t.name])
+        if t.name in conv_layouts
         else t
         if t.name in opaque
         else attrs.evolve(t, kernel_dims=merged_dims(t))
         for t in kernel.inputs
     )
     outputs = tuple(attrs.evolve(t, kernel_dims=merged_dims(t)) for t in kernel.outputs)
-    return attrs.evolve(kernel, inputs=inputs, outputs=outputs).map_body(merged)
+    body = tuple(
+        stmt
+        if isinstance(stmt, ir.Let) and stmt.name in convolved  # in its own layout
+        else attrs.evolve(stmt, value=ir.map_expr(stmt.value, merged))
+        for stmt in kernel.body
+    )
+    return attrs.evolve(kernel, inputs=inputs, outputs=outputs, body=body)

@@ -14,8 +14,10 @@ import math
 import attrs
 
 from ptodsl import ir, ops
+from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
+from ptodsl.passes.isolate_reductions import is_conv as is_conv_op
 from ptodsl.passes.isolate_reductions import is_window as is_window_op
 from ptodsl.target import PYPTO_0_2_0, Target
 
@@ -101,11 +103,6 @@ def is_window(stmt: ir.Stmt) -> bool:
     return is_window_op(stmt.value)
 
 
-def has_own_phase(stmt: ir.Stmt) -> bool:
-    """A matmul runs on the cube, a window through reshapes: each in a phase of its own."""
-    return is_matmul(stmt) or is_window(stmt)
-
-
 def window_steps(
     window: ir.Op, shape: tuple[int, ...], target: Target
 ) -> tuple[ir.WindowStep, ...]:
@@ -160,6 +157,162 @@ def window_steps(
     return tuple(steps)
 
 
+def is_conv(stmt: ir.Stmt) -> bool:
+    return is_conv_op(stmt.value)
+
+
+def has_own_phase(stmt: ir.Stmt) -> bool:
+    """A matmul and a convolution run on the cube, a window through reshapes: each in a
+    phase of its own."""
+    return is_matmul(stmt) or is_window(stmt) or is_conv(stmt)
+
+
+def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
+    """A convolution's plan (see `ir.ConvPlan`): as many output rows per block as keep the
+    block within the target's `conv_block_elements` (at least one), zero padding that gives
+    every tap a whole view, and a vector tile for every shape the phase computes on."""
+    geometry = ir.ConvGeometry.of(conv)
+    attributes = geometry.attributes
+    itemsize = conv.type.dtype.itemsize
+    rest = math.prod(geometry.out[1:])
+    widest = max(geometry.group_in, geometry.group_out) * rest
+    chunk = max(1, min(geometry.out[0], target.conv_block_elements // widest))
+    strided = sum(step > 1 for step in geometry.stride)
+    if len(geometry.spatial) + 1 + strided > target.max_rank:
+        raise SpecError(
+            f"a {len(geometry.spatial)}-D convolution strided along {strided} axes needs "
+            f"views of rank {len(geometry.spatial) + 1 + strided}; PyPTO has {target.max_rank}",
+            conv.span,
+            note="ptodsl splits each strided axis in two: stride along fewer axes",
+        )
+    # the spaced input: a transposed convolution's elements `stride` apart (zeros between,
+    # and after the last); a crop where the padding is negative
+    spaced = tuple(n * gap for n, gap in zip(geometry.spatial, geometry.inserted, strict=True))
+    front = [max(0, f) for f in geometry.front]
+    skip = [max(0, -f) for f in geometry.front]
+    # Zeros joined along the contiguous axis in pieces narrower than a 32-byte block are
+    # copied element by element (a [4, 11, 700] input padded by 1 per side: 5.5 ms, by 8:
+    # 0.8 ms): the last axis pads whole blocks in front, its first tap skipping the extra.
+    granule = target.reduce_align_bytes // itemsize
+    if front[-1]:
+        aligned = ceil_div(front[-1], granule) * granule
+        skip[-1] += aligned - front[-1]
+        front[-1] = aligned
+    # the last tap of the last output reads (out - 1) * stride + (kernel - 1) * dilation; a
+    # strided axis is a whole number of strides long, its last tap's view inside
+    back = tuple(
+        max(
+            0,
+            (ceil_div(k + (w - 1) * d + 1, s) + o) * s - f - n
+            if s > 1
+            else k + (o - 1) * s + (w - 1) * d + 1 - f - n,
+        )
+        for k, o, s, w, d, f, n in zip(
+            skip,
+            geometry.out,
+            geometry.stride,
+            geometry.kernel,
+            attributes.dilation,
+            front,
+            spaced,
+            strict=True,
+        )
+    )
+    if back[-1] and geometry.stride[-1] == 1:  # a strided axis stays whole strides long
+        back = (*back[:-1], ceil_div(back[-1], granule) * granule)
+    front, skip = tuple(front), tuple(skip)
+    rows = ir.Loop(
+        geometry.out[0] // chunk, chunk, geometry.out[0] % chunk, axis=_conv_rows_axis(geometry)
+    )
+    shapes = conv_shapes(geometry, front, back, rows)
+    # a transpose needs workspace: its tile takes a quarter of the budget, as a window's
+    # exchange of axes does
+    transposing = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+    tiles = tuple(
+        (shape, _window_tile(shape, itemsize, transposing if exchanged else target))
+        for shape, exchanged in shapes
+    )
+    for shape, tile in tiles:
+        if auto_tiles(shape, tile) > target.max_auto_tiles:
+            raise SpecError(
+                f"a convolution block of {list(shape)} needs more than {target.max_auto_tiles} "
+                f"tiles of {list(tile)}",
+                conv.span,
+                note="ptodsl loops over the batch and the output's first spatial axis only",
+            )
+    product = ir.Op(
+        "matmul",
+        (
+            ir.Ref(
+                "_w",
+                ir.TensorType((geometry.group_out, geometry.group_in), conv.type.dtype),
+                conv.span,
+            ),
+            ir.Ref(
+                "_x", ir.TensorType((geometry.group_in, chunk * rest), conv.type.dtype), conv.span
+            ),
+        ),
+        ir.TensorType((geometry.group_out, chunk * rest), conv.type.dtype),
+        conv.span,
+        ir.Transposes(False, False),
+    )
+    cube = choose_cube_tile(product, target)
+    return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles)
+
+
+def _conv_rows_axis(geometry: ir.ConvGeometry) -> int:
+    """The result's first spatial axis in the kernel's layout."""
+    return 1 if geometry.merges_batch else 2
+
+
+def conv_shapes(
+    geometry: ir.ConvGeometry, front: tuple[int, ...], back: tuple[int, ...], rows: ir.Loop
+) -> list[tuple[tuple[int, ...], bool]]:
+    """Every shape a convolution phase computes on, in order of first use (materialise
+    computes exactly these), each with whether it is exchanged (transposed)."""
+    co, cig, cog = geometry.out_channels, geometry.group_in, geometry.group_out
+    taps = len(geometry.taps)
+    # the input's batch element and the result's block keep a leading 1 unless merged
+    lead = () if geometry.merges_batch else (1,)
+    shapes = [(co * cig, taps), (1, co * cig)]
+    exchanged = {(co * cig, taps)}
+    inserts = any(gap > 1 for gap in geometry.inserted)
+    strided = any(step > 1 for step in geometry.stride)
+    if any(front) or any(back) or inserts or strided:
+        ci = geometry.in_channels
+        shapes.append((*lead, ci, *geometry.spatial))
+        spaced = list(geometry.spatial)
+        for axis, gap in enumerate(geometry.inserted):
+            if gap == 1:
+                continue
+            before, n, gap, after = geometry.spacing(axis, tuple(spaced))
+            if after > 1:  # zeros joined along `gap`
+                shapes.append((before, n, gap, after))
+            else:  # exchanged to [n, before], joined, exchanged back
+                shapes += [(before, n), (n, gap, before), (n * gap, before)]
+                exchanged |= {(before, n), (n * gap, before)}
+            spaced[axis] *= gap
+        for axis, (f, b) in enumerate(zip(front, back, strict=True)):
+            if f or b:  # its fills and joins run under the tile of the padded result
+                spaced[axis] += f + b
+                shapes.append((ci, *spaced))
+        if strided:
+            shapes.append(geometry.split_source(tuple(spaced)))
+        lead_taps = ()
+    else:
+        lead_taps = lead
+    rest = geometry.out[1:]
+    for block in (rows.chunk, rows.tail):
+        if not block:
+            continue
+        shapes += [
+            geometry.tap_view(block, lead_taps),
+            (cog, block * math.prod(rest)),
+            (*lead, cog, block, *rest),
+        ]
+    return [(shape, shape in exchanged) for shape in dict.fromkeys(shapes)]
+
+
 def _window_tile(shape: tuple[int, ...], itemsize: int, target: Target) -> tuple[int, ...]:
     """Pads, taps and splits are narrower than their neighbours along some axis, the last
     one included: the last-axis tile is 32-byte aligned, as for a crop."""
@@ -183,9 +336,9 @@ def window_auto_tiles(steps: tuple[ir.WindowStep, ...]) -> int:
 def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
     """The shape a statement's ops run over: the broadcast of every tensor in it, the longest
     extent along an axis a crop or a concatenation changes (for a matmul, its result: the
-    operands keep layouts of their own)."""
+    operands keep layouts of their own, as a convolution's do)."""
     shape = stmt.value.type.shape
-    if is_matmul(stmt):
+    if is_matmul(stmt) or is_conv(stmt):
         return shape
     for node in ir.walk(stmt.value):
         if isinstance(node.type, ir.TensorType):
@@ -349,6 +502,11 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             phases.append(
                 ir.Phase(tuple(indexes), shape, tile=_matrix_tile(matmul, target), cube=cube)
             )
+            continue
+        if is_conv(kernel.body[indexes[0]]):
+            conv = kernel.body[indexes[0]].value
+            plan = plan_conv(conv, target)
+            phases.append(ir.Phase(tuple(indexes), shape, tile=plan.tiles[0][1], conv=plan))
             continue
         if is_window(kernel.body[indexes[0]]):
             window = kernel.body[indexes[0]].value

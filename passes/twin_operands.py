@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
 def read_by(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
-    """Names of the inputs matmuls read, and of those other ops read."""
+    """Names of the inputs matmuls and convolutions read, and of those other ops read."""
     inputs = {tensor.name for tensor in kernel.inputs}
     operands: set[str] = set()
     elsewhere: set[str] = set()
@@ -25,7 +25,7 @@ def read_by(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
         for node in ir.walk(stmt.value):
             if isinstance(node, ir.Op):
                 names = {o.name for o in node.operands if isinstance(o, ir.Ref)} & inputs
-                (operands if node.op == "matmul" else elsewhere).update(names)
+                (operands if ops.reads_declared_layout(node.op) else elsewhere).update(names)
     return operands, elsewhere
 
 

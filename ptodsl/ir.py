@@ -262,6 +262,177 @@ class Window:
 
 
 @attrs.frozen
+class Conv:
+    """torch's convolution (`conv1d`, `conv2d`, `conv3d`) of an input [N, C_in, *spatial]
+    with a weight [C_out, C_in / groups, *kernel]: per spatial axis, the `stride`, the
+    zero `padding` on both ends and the `dilation` between taps; `groups` splits both
+    channel axes into that many independent convolutions."""
+
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int = 1
+
+    @property
+    def spatial(self) -> int:
+        return len(self.stride)
+
+    def extent(self, position: int, length: int, kernel: int) -> int:
+        """The output's length along spatial axis `position` (torch's formula)."""
+        span = length + 2 * self.padding[position] - self.dilation[position] * (kernel - 1) - 1
+        return span // self.stride[position] + 1
+
+    def result_shape(self, x: tuple[int, ...], weight: tuple[int, ...]) -> tuple[int, ...]:
+        spatial = tuple(
+            self.extent(i, length, kernel)
+            for i, (length, kernel) in enumerate(zip(x[2:], weight[2:], strict=True))
+        )
+        return (x[0], weight[0], *spatial)
+
+
+@attrs.frozen
+class ConvTranspose(Conv):
+    """torch's transposed convolution (`conv_transpose1d/2d/3d`) of an input [N, C_in,
+    *spatial] with a weight [C_in, C_out / groups, *kernel]: the gradient of a convolution
+    with these attributes; `output_padding` lengthens each spatial axis at its end."""
+
+    output_padding: tuple[int, ...] = ()
+
+    def extent(self, position: int, length: int, kernel: int) -> int:
+        stride, padding = self.stride[position], self.padding[position]
+        dilation = self.dilation[position]
+        extra = self.output_padding[position]
+        return (length - 1) * stride - 2 * padding + dilation * (kernel - 1) + extra + 1
+
+    def result_shape(self, x: tuple[int, ...], weight: tuple[int, ...]) -> tuple[int, ...]:
+        spatial = tuple(
+            self.extent(i, length, kernel)
+            for i, (length, kernel) in enumerate(zip(x[2:], weight[2:], strict=True))
+        )
+        return (x[0], weight[1] * self.groups, *spatial)
+
+
+@attrs.frozen
+class ConvGeometry:
+    """The sizes of one convolution, in torch's terms (what every pass that lowers it reads)."""
+
+    batch: int
+    in_channels: int
+    out_channels: int
+    spatial: tuple[int, ...]  # the input's spatial extents
+    kernel: tuple[int, ...]
+    out: tuple[int, ...]  # the output's spatial extents
+    attributes: Conv
+
+    @classmethod
+    def of(cls, conv: Op) -> ConvGeometry:
+        x, weight = (operand.type for operand in conv.operands)
+        assert isinstance(x, TensorType) and isinstance(weight, TensorType)
+        assert isinstance(conv.attrs, Conv)
+        natural = conv.attrs.result_shape(x.shape, weight.shape)
+        return cls(
+            x.shape[0],
+            x.shape[1],
+            natural[1],
+            x.shape[2:],
+            weight.shape[2:],
+            natural[2:],
+            conv.attrs,
+        )
+
+    @property
+    def group_in(self) -> int:
+        return self.in_channels // self.attributes.groups
+
+    @property
+    def group_out(self) -> int:
+        return self.out_channels // self.attributes.groups
+
+    @property
+    def taps(self) -> list[tuple[int, ...]]:
+        """Every kernel position, in the weight's row-major order."""
+        return list(itertools.product(*(range(k) for k in self.kernel)))
+
+    @property
+    def transposed(self) -> bool:
+        return isinstance(self.attributes, ConvTranspose)
+
+    @property
+    def inserted(self) -> tuple[int, ...]:
+        """Per spatial axis, the spacing of the input's elements in the input the
+        convolution slides over: a transposed convolution's stride (zeros between), else 1."""
+        return self.attributes.stride if self.transposed else (1,) * len(self.spatial)
+
+    @property
+    def stride(self) -> tuple[int, ...]:
+        """The stride of the convolution that computes this one: 1 for a transposed one."""
+        return (1,) * len(self.spatial) if self.transposed else self.attributes.stride
+
+    @property
+    def front(self) -> tuple[int, ...]:
+        """Zeros before each spatial axis of the (spaced) input; negative: a crop. A
+        transposed convolution is the convolution of its spaced input with the kernel
+        flipped, padded by dilation * (kernel - 1) - padding."""
+        if not self.transposed:
+            return self.attributes.padding
+        return tuple(
+            d * (k - 1) - p
+            for d, k, p in zip(
+                self.attributes.dilation, self.kernel, self.attributes.padding, strict=True
+            )
+        )
+
+    def tap_weight(self, tap: tuple[int, ...]) -> int:
+        """The weight's tap (row-major) that multiplies the input at `tap`: the same one, or
+        the flipped one for a transposed convolution."""
+        if self.transposed:
+            tap = tuple(k - 1 - t for k, t in zip(self.kernel, tap, strict=True))
+        position = 0
+        for k, t in zip(self.kernel, tap, strict=True):
+            position = position * k + t
+        return position
+
+    def spacing(self, axis: int, extents: tuple[int, ...]) -> tuple[int, int, int, int]:
+        """The input [C_in, *extents] as [before, n, gap, after] around spatial `axis`:
+        joining `gap - 1` zeros after each of its n elements spaces them `gap` apart. Along
+        the last axis (after = 1) the kernel first exchanges [before, n] to [n, before]:
+        PyPTO copies a [before, n, 1] value whole, in 32-byte blocks per element (#73)."""
+        before = self.in_channels * math.prod(extents[:axis])
+        return (before, extents[axis], self.inserted[axis], math.prod(extents[axis + 1 :]))
+
+    def split_source(self, padded: tuple[int, ...]) -> tuple[int, ...]:
+        """The padded input [C_in, *padded] with each strided axis split as [length /
+        stride, stride], so that one tap's outputs along it are one column of a view."""
+        shape: list[int] = [self.in_channels]
+        for length, step in zip(padded, self.stride, strict=True):
+            shape += [length // step, step] if step > 1 else [length]
+        return tuple(shape)
+
+    def tap_view(self, rows: int, leading: tuple[int, ...] = ()) -> tuple[int, ...]:
+        """A tap's view of the (split) input for `rows` output rows: [C_in/groups, rows,
+        *rest], with a column of 1 after each strided axis."""
+        shape: list[int] = [*leading, self.group_in]
+        for length, step in zip((rows, *self.out[1:]), self.stride, strict=True):
+            shape += [length, 1] if step > 1 else [length]
+        return tuple(shape)
+
+    def tap_start(self, tap: tuple[int, ...], skip: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Where a tap's view starts along each spatial axis of the split input: its first
+        element's (row, column) along a strided axis, else its position."""
+        starts = []
+        for k, first, d, step in zip(tap, skip, self.attributes.dilation, self.stride, strict=True):
+            at = first + k * d
+            starts.append(divmod(at, step) if step > 1 else (at,))
+        return starts
+
+    @property
+    def merges_batch(self) -> bool:
+        """A 3-D convolution's tensors have rank 5: the kernel sees the batch and channel
+        axes as one (PyPTO 0.2.0 has rank 4)."""
+        return len(self.spatial) == 3
+
+
+@attrs.frozen
 class Fill:
     """A tensor of the result's shape holding `value` everywhere (a window's padding)."""
 
@@ -276,7 +447,20 @@ class Swap:
     second: int
 
 
-OpAttrs = Reduce | Along | Triangle | Cast | Slice | Transposes | Expand | Window | Fill | Swap
+OpAttrs = (
+    Reduce
+    | Along
+    | Triangle
+    | Cast
+    | Slice
+    | Transposes
+    | Expand
+    | Window
+    | Conv
+    | ConvTranspose
+    | Fill
+    | Swap
+)
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
@@ -357,6 +541,12 @@ def generated_name(kind: str, base: str | None = None) -> str:
 def op(name: str, *operands: Expr, span: Span) -> Op:
     """A new elementwise op whose type follows from its operands."""
     return Op(name, operands, elementwise_type(operands), span)
+
+
+def op_reshape(value: Expr, shape: tuple[int, ...]) -> Op:
+    """`value`'s elements seen as `shape`."""
+    assert isinstance(value.type, TensorType)
+    return Op("reshape", (value,), TensorType(shape, value.type.dtype), value.span, Reshape(shape))
 
 
 def cast(value: Expr, dtype: DType) -> Op:
@@ -806,6 +996,8 @@ def format_kernel(kernel: Kernel) -> str:
         tile = (
             f"cube tile {[list(t) for t in phase.cube]}"
             if phase.cube
+            else "a convolution"
+            if phase.conv
             else f"tile {list(phase.tile)}"
         )
         if phase.k_loop:
@@ -822,6 +1014,14 @@ def format_kernel(kernel: Kernel) -> str:
                 f"    statement {partial.statement}: partial results {list(partial.shape)}, "
                 f"combined under tile {list(partial.tile)}"
             )
+        if phase.conv is not None:
+            plan, rows = phase.conv, phase.conv.rows
+            lines.append(
+                f"    convolution: batch loop {plan.batch} x 1, rows loop on axis {rows.axis}: "
+                f"{rows.count} x {rows.chunk} + tail {rows.tail}; pad {list(plan.front)} + "
+                f"{list(plan.back)}; cube tile {[list(t) for t in plan.cube]}"
+            )
+            lines += [f"    tile {list(tile)} for {list(shape)}" for shape, tile in plan.tiles]
         for step in phase.window or ():
             exchanged = ", last two axes exchanged" if step.transposed else ""
             lines.append(
@@ -924,6 +1124,32 @@ class WindowStep:
         return swap_last(self.shape) if self.transposed else self.shape
 
 
+@attrs.frozen
+class ConvPlan:
+    """How a convolution phase runs, as an implicit GEMM on the cube: a loop over the batch
+    (`batch` iterations, one element each) around a loop `rows` over the output's first
+    spatial axis. Once, the weight [C_out * C_in/groups, taps] is transposed so that each
+    tap's [C_out, C_in/groups] matrix is one row (a transposed convolution's [C_in,
+    C_out/groups] matrix, read transposed, of the flipped tap). Per batch element the input
+    is spaced (a transposed convolution's stride: zeros between its elements) and padded by
+    `front` and `back` zeros per spatial axis, when any of that applies, into a [C_in,
+    *padded] value; per block of rows and group, each tap's view of it, [C_in/groups, rows, *rest],
+    is one [C_in/groups, rows * rest] matrix that the tap's weight multiplies; the taps'
+    products are summed and the [C_out/groups, rows, *rest] block assembled into the
+    result. `tiles` gives the vector tile of every shape the phase computes on."""
+
+    batch: int
+    rows: Loop
+    front: tuple[int, ...]
+    back: tuple[int, ...]
+    skip: tuple[int, ...]  # per spatial axis, where the first tap starts in the padded input
+    cube: tuple[tuple[int, int], ...]
+    tiles: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+
+    def tile(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return dict(self.tiles)[shape]
+
+
 def swap_last(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape[:-2] + (shape[-1], shape[-2])
 
@@ -941,6 +1167,7 @@ class Phase:
     partials: tuple[Partial, ...] = ()  # reductions the loop splits, combined after it
     accumulate_tile: tuple[int, ...] | None = None  # vector tile of a K loop's accumulation
     window: tuple[WindowStep, ...] | None = None  # a window phase's steps, one per axis
+    conv: ConvPlan | None = None  # a convolution phase's plan
 
     @property
     def block_shape(self) -> tuple[int, ...]:
@@ -969,7 +1196,26 @@ class Schedule:
 # every view, temporary, block-local name, offset and accumulation spelled out, so that
 # codegen only prints them.
 
-Index = int | str  # a constant, or a loop variable (`i`, `offset`) of the enclosing loop
+
+@attrs.frozen
+class Affine:
+    """`variable * scale + constant`: an offset that steps with a loop variable by other
+    than the block size (a convolution's channels per batch element, its taps)."""
+
+    variable: str
+    scale: int = 1
+    constant: int = 0
+
+    def __str__(self) -> str:
+        text = self.variable if self.scale == 1 else f"{self.variable} * {self.scale}"
+        return text if not self.constant else f"{text} + {self.constant}"
+
+    def at(self, value: int) -> int:
+        return value * self.scale + self.constant
+
+
+# A constant, a loop variable (`i`, `offset`) of an enclosing loop, or an affine form of one.
+Index = int | str | Affine
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ class Kind(enum.Enum):
     SLICE = "slice"  # a static crop (x[1:, :-1]): its cut axes are positional
     CONCAT = "concat"  # two values joined along `axis` (cat): positional along it
     WINDOW = "window"  # a reduction over sliding windows (pooling): positional along `axes`
+    CONV = "conv"  # a convolution (torch's conv1d/2d/3d): a phase of its own on the cube
     MATMUL = "matmul"
     LAYOUT = "layout"  # moves or copies values: generated code and references only
 
@@ -521,6 +522,53 @@ def _window_op(reduction: str) -> OpDef:
     )
 
 
+# The torch reference of a convolution, the same text in the emitted reference and in the
+# error bounds: torch's own convolution of the spatial rank the attributes give.
+CONV_REFERENCE = '''
+def _conv(x, weight, stride, padding, dilation, groups):
+    """torch's convolution over the last len(stride) axes of x."""
+    convolve = getattr(torch.nn.functional, f"conv{len(stride)}d")
+    return convolve(x, weight, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _conv_transpose(x, weight, stride, padding, output_padding, dilation, groups):
+    """torch's transposed convolution over the last len(stride) axes of x."""
+    convolve = getattr(torch.nn.functional, f"conv_transpose{len(stride)}d")
+    return convolve(
+        x,
+        weight,
+        stride=stride,
+        padding=padding,
+        output_padding=output_padding,
+        dilation=dilation,
+        groups=groups,
+    )
+'''
+
+
+def _conv_function(t, transposed: bool):
+    namespace = {"torch": t}
+    exec(CONV_REFERENCE, namespace)  # noqa: S102 - ptodsl's own text, above
+    if not transposed:
+        return namespace["_conv"]
+    return namespace["_conv_transpose"]
+
+
+def _conv_bound(t, operands, attributes):
+    """As for a matmul, with the convolution for the product: s_x * |w| + |x| * s_w, and the
+    products' and sums' own rounding |x| * |w| (the convolution of magnitudes)."""
+    x, w = operands
+    transposed = isinstance(attributes, ir.ConvTranspose)
+    conv = _conv_function(t, transposed)
+    geometry = (attributes.stride, attributes.padding)
+    geometry += (attributes.output_padding,) if transposed else ()
+    geometry += (attributes.dilation, attributes.groups)
+    sx, sw = x.scale.expand(x.value.shape), w.scale.expand(w.value.shape)
+    xa, wa = x.value.abs(), w.value.abs()
+    scale = conv(sx, wa, *geometry) + conv(xa, sw, *geometry) + conv(xa, wa, *geometry)
+    return conv(x.value, w.value, *geometry), scale
+
+
 def _matmul_bound(t, operands, attributes):
     """s_a @ |b| + |a| @ s_b, and the products' own rounding |a| @ |b|."""
     a, b = operands
@@ -916,6 +964,28 @@ _OPS = [
     ),
     # ---- window reductions (pooling) ----------------------------------------------------
     *(_window_op(reduction) for reduction in ("max", "min", "sum", "mean")),
+    # ---- convolution ---------------------------------------------------------------------
+    OpDef(
+        "conv",
+        Kind.CONV,
+        2,
+        spec="conv",
+        torch="_conv({0}, {1}, {stride}, {padding}, {dilation}, {groups})",
+        native="t,t",
+        attributes=ir.Conv,
+        bound=_conv_bound,
+    ),
+    OpDef(
+        "conv_transpose",
+        Kind.CONV,
+        2,
+        spec="conv_transpose",
+        torch="_conv_transpose({0}, {1}, {stride}, {padding}, {output_padding}, {dilation}, "
+        "{groups})",
+        native="t,t",
+        attributes=ir.ConvTranspose,
+        bound=_conv_bound,
+    ),
     # ---- matmul and layout --------------------------------------------------------------
     OpDef(
         "matmul",
@@ -1003,7 +1073,15 @@ def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
                 axes |= node.attrs.cut()
             elif kind is Kind.WINDOW:
                 axes |= set(node.attrs.axes)
+            elif kind is Kind.CONV:  # every axis: the cube reads it in its declared layout
+                axes |= set(range(node.type.rank))
     return frozenset(axes)
+
+
+def reads_declared_layout(name: str) -> bool:
+    """Whether the op reads its declared operands as they are stored (the cube's ops):
+    such inputs stay out of the kernel's frame of iteration axes."""
+    return lookup(name).kind in (Kind.MATMUL, Kind.CONV)
 
 
 def native_forms() -> frozenset[str]:
@@ -1033,14 +1111,16 @@ _REQUIRED = {
     Kind.SLICE: ("torch", "pypto", "attributes"),
     Kind.CONCAT: ("spec", "torch", "pypto", "attributes"),
     Kind.WINDOW: ("spec", "torch", "attributes"),
+    Kind.CONV: ("spec", "torch", "attributes"),
     Kind.MATMUL: ("torch", "attributes"),
     Kind.LAYOUT: (),
 }
 
 
 # Spelled without a template: infix by ptodsl.pyexpr, matmul by codegen's cube phases,
-# windows by materialise's window phases (pads, reshapes, views and elementwise ops).
-_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL, Kind.WINDOW)
+# windows and convolutions by materialise's window and convolution phases (pads, reshapes,
+# views, matmuls and elementwise ops).
+_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL, Kind.WINDOW, Kind.CONV)
 
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
 _ATTRIBUTE_FAMILY = {
@@ -1055,6 +1135,7 @@ _ATTRIBUTE_FAMILY = {
     Kind.SLICE: ir.Slice,
     Kind.CONCAT: ir.Along,
     Kind.WINDOW: ir.Window,
+    Kind.CONV: ir.Conv,
     Kind.MATMUL: ir.Transposes,
 }
 

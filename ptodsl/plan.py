@@ -35,6 +35,21 @@ def _phase(kernel: ir.Kernel, phase: ir.Phase, itemsize: int, target: Target) ->
             "steps": [_window_step(step) for step in phase.window],
             "loop": None if loop is None else _loop(loop),
         }
+    if phase.conv is not None:
+        plan = phase.conv
+        return {
+            "statements": list(phase.statements),
+            "kind": "conv",
+            "shape": list(phase.shape),
+            "cube_tile": dict(zip("mkn", map(list, plan.cube), strict=True)),
+            "batch_loop": plan.batch,
+            "rows_loop": _loop(plan.rows),
+            "pad": {"front": list(plan.front), "back": list(plan.back)},
+            "tiles": [
+                {"shape": list(shape), "tile": list(tile), "auto_tiles": auto_tiles(shape, tile)}
+                for shape, tile in plan.tiles
+            ],
+        }
     entry = {
         "statements": list(phase.statements),
         "kind": "vector",

@@ -61,6 +61,10 @@ def _is_window(node: ir.Op) -> bool:
     return ops.lookup(node.op).kind is ops.Kind.WINDOW
 
 
+def _is_conv(node: ir.Op) -> bool:
+    return ops.lookup(node.op).kind is ops.Kind.CONV
+
+
 def _scan_variant(node: ir.Op) -> bool:
     return isinstance(node.attrs, ir.Scan) and bool(node.attrs.variant)
 
@@ -113,6 +117,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         *([*_SCAN.splitlines(), ""] if _uses(kernel, _scan_variant) else []),
         *([*_CROP.splitlines(), ""] if _uses(kernel, lambda op: op.op == "slice") else []),
         *([*ops.WINDOW_REFERENCE.splitlines(), ""] if _uses(kernel, _is_window) else []),
+        *([*ops.CONV_REFERENCE.splitlines(), ""] if _uses(kernel, _is_conv) else []),
         "",
         *emit_def("reference", parameters, ""),
     ]

@@ -66,6 +66,7 @@ class Call:
     keywords: tuple[Keyword, ...]
     span: Span
     method: bool = False  # written `args[0].func(...)`
+    builtin: bool = False  # made by ptodsl for a module (`conv(x)`): the function, never a module
 
 
 @attrs.frozen

@@ -37,6 +37,9 @@ class Target:
     # [1024, 16], [256, 64] and [4, 4096] pass at the full budget).
     select_block_workspace_bytes: int
     max_auto_tiles: int  # tiles one vector phase may expand to without a loop
+    # The most elements of a convolution block's [C_out/groups, rows * rest] sum (and of its
+    # taps' [C_in/groups, rows * rest] matrices): 64 K elements, 256 KB of f32, a few tiles.
+    conv_block_elements: int
     min_contiguous_bytes: int  # wanted bytes along the last axis of a tile
     reduce_align_bytes: int  # the reduced tensor's last-axis tile must be a multiple
     # Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill
@@ -75,6 +78,7 @@ PYPTO_0_2_0 = Target(
     ub_bytes=196608,
     select_block_workspace_bytes=12448,
     max_auto_tiles=2048,
+    conv_block_elements=1 << 16,
     min_contiguous_bytes=1024,
     reduce_align_bytes=32,
     spill_safe_tile_elements=8192,

@@ -32,6 +32,8 @@ FLIP = next(op for op in ops.of_kind(ops.Kind.REVERSE))  # flip(x, axis=a), axis
 ARG_REDUCTIONS = tuple(op.spec for op in ops.of_kind(ops.Kind.ARG_REDUCTION))
 WINDOWS = tuple(op.spec for op in ops.of_kind(ops.Kind.WINDOW))  # window_max(x, axis=...)
 WINDOW_KEYWORDS = ("axis", "size", "stride", "padding", "dilation", "ceil_mode")
+CONVS = tuple(op.spec for op in ops.of_kind(ops.Kind.CONV))  # conv(x, w, stride=...)
+CONV_KEYWORDS = ("stride", "padding", "dilation", "groups")
 CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
 RESHAPES = ("reshape", "view")  # torch's names; a value is always contiguous here
 # torch functions with no builtin of their own, as a spec writes them.
@@ -446,6 +448,11 @@ class _TypeChecker:
             argument.name: self.module_argument(argument, given.get(argument.name))
             for argument in definition.arguments
         }
+        problem = definition.invalid(arguments) if definition.invalid else None
+        if problem is not None:
+            raise SpecError(
+                f"{problem}", call.span, note=f"torch's {definition.torch} refuses these arguments"
+            )
         module = ir.Module(item.name, definition.name, tuple(arguments.items()), item.span)
         self.modules[item.name] = module
         held = self.module_parameters[item.name] = {}
@@ -461,10 +468,14 @@ class _TypeChecker:
                     "rename one of them",
                 )
             self.declared[name] = item.span
-            declared = tuple(arguments[axis] for axis in parameter.shape)
-            grouped = [
-                self.size_factors(given.get(axis), arguments[axis]) for axis in parameter.shape
-            ]
+            if callable(parameter.shape):  # computed from the arguments: literal sizes
+                declared = parameter.shape(arguments)
+                grouped = [(size,) for size in declared]
+            else:
+                declared = tuple(arguments[axis] for axis in parameter.shape)
+                grouped = [
+                    self.size_factors(given.get(axis), arguments[axis]) for axis in parameter.shape
+                ]
             dims = tuple(factor for factors in grouped for factor in factors)
             _check_elements(declared, call.span)
             weight = ir.Input(
@@ -516,6 +527,14 @@ class _TypeChecker:
             return argument.default
         kind = modules.ArgumentKind
         if argument.kind is kind.SIZE:
+            return self.fixed_int(node)
+        if argument.kind is kind.SIZES:
+            if isinstance(node, s.ListExpr):
+                return tuple(self.fixed_int(item) for item in node.items)
+            if isinstance(node, s.Name) and isinstance(
+                getattr(self.params.get(node.id), "default", None), tuple
+            ):
+                return self.params[node.id].default
             return self.fixed_int(node)
         if argument.kind is kind.FLAG and isinstance(node, s.Bool):
             return node.value
@@ -853,6 +872,104 @@ class _TypeChecker:
             node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
         )
 
+    def conv(self, node: s.Call) -> ir.Expr:
+        """conv(x, w, stride=1, padding=0, dilation=1, groups=1): torch's conv1d, conv2d or
+        conv3d (by the rank of x: [N, C_in, *spatial]) with w as nn.Conv*d holds it,
+        [C_out, C_in / groups, *kernel]. One value applies to every spatial axis; a list
+        gives one per axis."""
+        transposed = node.func == "conv_transpose"
+        keywords = self.keywords(node, CONV_KEYWORDS + (("output_padding",) if transposed else ()))
+        form = f"`{node.func}(x, w, stride=1, padding=0, "
+        form += "output_padding=0, " if transposed else ""
+        form += "dilation=1, groups=1)`"
+        if len(node.args) != 2:
+            raise SpecError(
+                f"`{node.func}` takes an input and a weight, not {len(node.args)} "
+                + ("argument" if len(node.args) == 1 else "arguments"),
+                node.span,
+                note=form,
+            )
+        x, w = (self.expr(argument) for argument in node.args)
+        for value, argument in zip((x, w), node.args, strict=True):
+            if not isinstance(value.type, ir.TensorType) or not 3 <= value.type.rank <= 5:
+                raise SpecError(
+                    f"`{node.func}` takes tensors of rank 3 to 5, not {value.type}",
+                    argument.span,
+                    note="[N, C, L], [N, C, H, W] or [N, C, D, H, W] and the weight of that rank",
+                )
+        x, w = as_float(x, ir.DType.F32), as_float(w, ir.DType.F32)
+        if isinstance(x, ir.Op) and ops.lookup(x.op).kind is ops.Kind.CONV:
+            # a convolution of a convolution (depthwise-separable): the inner one's result
+            # is a value of its own, stored as it is computed
+            name = ir.generated_name(
+                f"convolved{sum(n.startswith('_convolved') for n in self.lets)}"
+            )
+            self.lets[name] = x.type
+            self.body.append(ir.Let(name, x, node.args[0].span))
+            x = ir.Ref(name, x.type, node.args[0].span)
+        if w.type.rank != x.type.rank:
+            raise SpecError(
+                f"a weight of rank {w.type.rank} for an input of rank {x.type.rank}",
+                node.args[1].span,
+                note="nn.Conv*d holds its weight as [C_out, C_in / groups, *kernel]",
+            )
+        if x.type.dtype != w.type.dtype:
+            raise SpecError(
+                f"`{node.func}` of {x.type.dtype.value} by {w.type.dtype.value}",
+                node.span,
+                note="give the input and the weight one dtype",
+            )
+        spatial = tuple(range(x.type.rank - 2))
+        stride = self.per_axis(keywords.get("stride"), spatial, (1,) * len(spatial), minimum=1)
+        padding = self.per_axis(keywords.get("padding"), spatial, (0,) * len(spatial), minimum=0)
+        dilation = self.per_axis(keywords.get("dilation"), spatial, (1,) * len(spatial), minimum=1)
+        groups = self.per_axis(keywords.get("groups"), (0,), (1,), minimum=1)[0]
+        channels = x.type.shape[1]
+        # the weight: [C_out, C_in / groups, *kernel], transposed [C_in, C_out / groups, ...]
+        per_group = w.type.shape[0] if transposed else w.type.shape[1]
+        where = keywords["groups"].value.span if "groups" in keywords else node.span
+        if channels % groups or (transposed and w.type.shape[0] != channels):
+            raise SpecError(
+                f"{groups} group{'s' if groups > 1 else ''} of an input with {channels} "
+                f"channels, a weight of {list(w.type.shape)}",
+                where if channels % groups else node.args[1].span,
+                note="the weight is [C_in, C_out / groups, *kernel] (nn.ConvTranspose*d)"
+                if transposed
+                else "the weight is [C_out, C_in / groups, *kernel] (nn.Conv*d)",
+            )
+        if not transposed and (per_group * groups != channels or w.type.shape[0] % groups):
+            raise SpecError(
+                f"the weight convolves {per_group} channels per group into {w.type.shape[0]}, "
+                f"the input has {channels} in {groups} group{'s' if groups > 1 else ''}",
+                node.args[1].span,
+                note=f"the weight is [C_out, C_in / groups = {channels // groups}, *kernel], "
+                "C_out a multiple of groups",
+            )
+        if transposed:
+            output_padding = self.per_axis(
+                keywords.get("output_padding"), spatial, (0,) * len(spatial), minimum=0
+            )
+            for extra, s_, d in zip(output_padding, stride, dilation, strict=True):
+                if extra >= max(s_, d):
+                    raise SpecError(
+                        f"output_padding {extra} is not smaller than the stride or the dilation",
+                        keywords["output_padding"].value.span,
+                        note="torch's rule: it only picks among outputs the stride leaves out",
+                    )
+            attributes = ir.ConvTranspose(stride, padding, dilation, groups, output_padding)
+        else:
+            attributes = ir.Conv(stride, padding, dilation, groups)
+        shape = attributes.result_shape(x.type.shape, w.type.shape)
+        for position, extent in enumerate(shape[2:]):
+            if extent < 1:
+                raise SpecError(
+                    f"the kernel does not fit along spatial axis {position} "
+                    f"({x.type.shape[2 + position]} long, padded by {padding[position]})",
+                    node.span,
+                    note="a dilated kernel longer than the padded axis leaves no output",
+                )
+        return ir.Op(node.func, (x, w), ir.TensorType(shape, x.type.dtype), node.span, attributes)
+
     def per_axis(
         self,
         argument: s.Keyword | None,
@@ -984,7 +1101,8 @@ class _TypeChecker:
             attribute: s.Name(name, node.func_span)
             for attribute, name in self.module_parameters[module.name].items()
         }
-        return self.expr(definition.apply(node.args[0], parameters, node.span))
+        arguments = dict(module.arguments)
+        return self.expr(definition.apply(node.args[0], parameters, arguments, node.span))
 
     def computed_operand(
         self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool
@@ -1123,9 +1241,10 @@ class _TypeChecker:
 
     def expr_Call(self, node: s.Call) -> ir.Expr:  # noqa: N802
         name = node.func
-        if name in self.modules and node.method:
+        module = name in self.modules and not node.builtin
+        if module and node.method:
             raise SpecError(f"`{name}` is a module: call it as `{name}(x)`", node.func_span)
-        if name in self.modules:
+        if module:
             return self.module_call(node)
         if name in RESHAPES:
             return self.reshape(node)
@@ -1145,6 +1264,8 @@ class _TypeChecker:
             return self.window(node)
         if name == CONCAT.spec:
             return self.concat(node)
+        if name in CONVS:
+            return self.conv(node)
         if name == "batchmean":
             (operand,) = self.positional(node, 1)
             return self.batchmean(operand, node.span)

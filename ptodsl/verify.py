@@ -193,6 +193,8 @@ class _Verifier:
             self.concatenation(node, where)
         elif kind is ops.Kind.WINDOW:
             self.window(node, where)
+        elif kind is ops.Kind.CONV:
+            self.conv(node, where)
         elif node.op == "reshape":
             (operand,) = node.operands
             if operand.type.size != node.type.size or operand.type.dtype != node.type.dtype:
@@ -240,6 +242,36 @@ class _Verifier:
             joined = joined and (z == x + y if i == axis else x == y == z)
         if not joined:
             self.fail(f"{where}: `cat` along axis {axis} of {a} and {b} is {node.type}")
+
+    def conv(self, node: ir.Op, where: str) -> None:
+        """A convolution: a declared input and weight of one rank (3 to 5) and dtype, one
+        value per spatial axis, channels that the groups divide, torch's extents (with the
+        batch and channel axes as one where the result has rank 5)."""
+        x, weight = (o.type for o in node.operands)
+        attributes = node.attrs
+        spatial = x.rank - 2
+        per_axis = (attributes.stride, attributes.padding, attributes.dilation)
+        per_axis += (attributes.output_padding,) if isinstance(node.attrs, ir.ConvTranspose) else ()
+        if not (
+            3 <= x.rank <= 5
+            and weight.rank == x.rank
+            and x.dtype == weight.dtype == node.type.dtype
+            and all(len(values) == spatial for values in per_axis)
+            and attributes.groups >= 1
+            and x.shape[1] % attributes.groups == 0
+        ):
+            self.fail(f"{where}: `{node.op}` of {x} by {weight} with {attributes}")
+            return
+        geometry = ir.ConvGeometry.of(node)
+        if (geometry.group_in * attributes.groups != geometry.in_channels) or (
+            geometry.group_out * attributes.groups != geometry.out_channels
+        ):
+            self.fail(f"{where}: `{node.op}`'s groups do not divide its channels")
+        natural = (geometry.batch, geometry.out_channels, *geometry.out)
+        if geometry.merges_batch and node.type.shape == (natural[0] * natural[1], *natural[2:]):
+            return
+        if node.type.shape != natural:
+            self.fail(f"{where}: `{node.op}` of {x} by {weight} is {node.type}, not {natural}")
 
     def window(self, node: ir.Op, where: str) -> None:
         """A window: its operand's dtype, the extents torch's pooling rule gives."""
@@ -321,8 +353,11 @@ class _Verifier:
         for tensor in (*self.kernel.inputs, *self.kernel.outputs):
             if len(tensor.kernel_shape) > limit:
                 self.fail(f"`{tensor.name}` has kernel rank {len(tensor.kernel_shape)} > {limit}")
+        inputs = {tensor.name for tensor in self.kernel.inputs}
         for index, stmt in enumerate(self.kernel.body):
             for node in ir.walk(stmt.value):
+                if isinstance(node, ir.Ref) and node.name in inputs:
+                    continue  # seen by the kernel in its kernel shape, checked above
                 if isinstance(node.type, ir.TensorType) and node.type.rank > limit:
                     self.fail(f"statement {index} has a rank-{node.type.rank} value")
                     break
@@ -346,6 +381,8 @@ class _Verifier:
     def phase(self, number: int, phase: ir.Phase) -> None:
         if phase.window is not None:
             self.window_phase(number, phase)
+        elif phase.conv is not None:
+            self.conv_phase(number, phase)
         elif phase.cube is None:
             if len(phase.tile) != len(phase.shape):
                 self.fail(f"phase {number}: tile {list(phase.tile)} for shape {list(phase.shape)}")
@@ -375,6 +412,45 @@ class _Verifier:
             covered = loop.count * loop.chunk + loop.tail
             if covered != extent:
                 self.fail(f"phase {number}: loop covers {covered} of axis {loop.axis} ({extent})")
+
+    def conv_phase(self, number: int, phase: ir.Phase) -> None:
+        """A convolution phase: one convolution statement; loops over every batch element
+        and every output row; padding that gives each tap a whole view; every tile within
+        the target's budget and auto-tile count; cube tiles within L0."""
+        where = f"phase {number}"
+        plan = phase.conv
+        if len(phase.statements) != 1:
+            self.fail(f"{where}: a convolution phase holds {len(phase.statements)} statements")
+            return
+        conv = self.kernel.body[phase.statements[0]].value
+        if not (isinstance(conv, ir.Op) and isinstance(conv.attrs, ir.Conv)):
+            self.fail(f"{where}: a convolution phase without a convolution statement")
+            return
+        geometry = ir.ConvGeometry.of(conv)
+        rows = plan.rows
+        if plan.batch != geometry.batch or rows.count * rows.chunk + rows.tail != geometry.out[0]:
+            self.fail(f"{where}: loops {plan.batch} x {rows} for {geometry}")
+        if min(rows.count, rows.chunk) < 1 or rows.tail < 0:
+            self.fail(f"{where}: empty rows loop {rows}")
+        if min((*plan.front, *plan.back, *plan.skip), default=0) < 0:
+            self.fail(f"{where}: negative padding {plan}")
+        for shape, tile in plan.tiles:
+            if len(tile) != len(shape) or min(tile) < 1:
+                self.fail(f"{where}: tile {list(tile)} for {list(shape)}")
+            elif math.prod(tile) > self.target.max_tile_elements:
+                self.fail(f"{where}: tile {list(tile)} exceeds the tile budget")
+            elif len(shape) > self.target.max_rank:
+                self.fail(f"{where}: a shape of rank {len(shape)}: {list(shape)}")
+            elif math.prod(-(-n // t) for n, t in zip(shape, tile, strict=True)) > (
+                self.target.max_auto_tiles
+            ):
+                self.fail(f"{where}: {list(shape)} takes more than the auto-tile limit")
+        (m, _), (k, _), (n, _) = plan.cube
+        itemsize = conv.type.dtype.itemsize
+        if max(m, n) * k * itemsize > self.target.l0_operand_bytes or m * n * 4 > (
+            self.target.l0_result_bytes
+        ):
+            self.fail(f"{where}: cube tiles {plan.cube} exceed L0")
 
     def window_phase(self, number: int, phase: ir.Phase) -> None:
         where = f"phase {number}"
@@ -436,6 +512,13 @@ def _loop_extents(kernel: ir.Kernel, phase: ir.Phase) -> list[tuple[ir.Loop, int
 
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # a block's offsets and shape
+
+
+def _offset(index: ir.Index, values: dict[str, int]) -> int:
+    """An offset's value at one iteration."""
+    if isinstance(index, ir.Affine):
+        return index.at(values[index.variable])
+    return values[index] if isinstance(index, str) else index
 
 
 @attrs.define
@@ -603,11 +686,12 @@ class _ProgramVerifier:
             return []
         boxes = []
         for values in scope.iterations:
-            unbound = [o for o in offsets if isinstance(o, str) and o not in values]
+            variables = [o.variable if isinstance(o, ir.Affine) else o for o in offsets]
+            unbound = [v for v in variables if isinstance(v, str) and v not in values]
             if unbound:
                 self.fail(f"{what}: offset `{unbound[0]}` is not a variable of its loop")
                 return []
-            at = tuple(values[o] if isinstance(o, str) else o for o in offsets)
+            at = tuple(_offset(o, values) for o in offsets)
             if any(
                 a < 0 or a + s > w for a, s, w in zip(at, block.shape, whole.shape, strict=True)
             ):
@@ -617,33 +701,54 @@ class _ProgramVerifier:
         return boxes
 
     def covered(self, pieces: dict[str, tuple[ir.TensorType, list[Box]]], what: str) -> None:
-        """The blocks assembled into each tensor tile it along one axis, each index once."""
+        """The blocks assembled into each tensor tile it, each index once: along one axis,
+        or as a grid (a convolution's batch elements, groups and rows), every block one
+        cell of the product of each axis's intervals."""
         for into, (whole, boxes) in pieces.items():
             shape = whole.shape
-            varying = {
+            varying = [
                 axis
-                for at, size in boxes
                 for axis in range(len(shape))
-                if at[axis] != 0 or size[axis] != shape[axis]
-            }
-            if len(varying) > 1:
-                self.fail(f"{what} assembles `{into}` in blocks along axes {sorted(varying)}")
-                continue
-            axis = min(varying, default=0)
+                if any(at[axis] != 0 or size[axis] != shape[axis] for at, size in boxes)
+            ]
+            cells = set()
+            for at, size in boxes:
+                cell = tuple((at[axis], at[axis] + size[axis]) for axis in varying)
+                if cell in cells:
+                    self.fail(f"{what} overlaps in `{into}` at {list(at)}")
+                    break
+                cells.add(cell)
+            else:
+                if self.tiled(into, shape, varying, cells, what):
+                    self.unwritten.discard(into)
+
+    def tiled(
+        self,
+        into: str,
+        shape: tuple[int, ...],
+        varying: list[int],
+        cells: set[tuple[tuple[int, int], ...]],
+        what: str,
+    ) -> bool:
+        """Whether distinct cells are the whole grid of intervals that tile each axis."""
+        grid = 1
+        for position, axis in enumerate(varying or [0]):
+            intervals = sorted({cell[position] for cell in cells}) if varying else [(0, shape[0])]
             end = 0
-            for start, stop in sorted((at[axis], at[axis] + size[axis]) for at, size in boxes):
+            for start, stop in intervals:
                 if start != end:
                     gap = "leaves a gap" if start > end else "overlaps"
                     self.fail(f"{what} {gap} in `{into}` at {min(start, end)} of axis {axis}")
-                    break
+                    return False
                 end = stop
-            else:
-                if end == shape[axis]:
-                    self.unwritten.discard(into)
-                else:
-                    self.fail(
-                        f"{what} assembles `{into}` up to {end} of {shape[axis]} on axis {axis}"
-                    )
+            if end != shape[axis]:
+                self.fail(f"{what} assembles `{into}` up to {end} of {shape[axis]} on axis {axis}")
+                return False
+            grid *= len(intervals)
+        if varying and len(cells) != grid:
+            self.fail(f"{what} assembles `{into}` in {len(cells)} blocks, not a grid of {grid}")
+            return False
+        return True
 
     def accumulate(self, accumulate: ir.Accumulate, scope: _Scope) -> None:
         output, first = accumulate.output, accumulate.first_iteration
@@ -678,9 +783,13 @@ class _ProgramVerifier:
 
     def loop(self, loop: ir.BlockLoop, scope: _Scope) -> list[tuple[str, ir.Type]]:
         """Checks a loop's blocks; returns the names it exports."""
-        if scope.iterations != [{}]:
+        nested = scope.iterations != [{}]
+        conv = self.phase.conv if self.phase else None
+        if nested and (conv is None or scope.loop is None or scope.loop.count != conv.batch):
             self.fail(f"loop `{loop.name}` is nested in a loop")
         planned = [p for p in (self.phase.loop, self.phase.k_loop) if p] if self.phase else []
+        if conv is not None:  # a convolution's rows loop inside its batch loop
+            planned = [conv.rows] if nested else [ir.Loop(conv.batch, 1, 0, 0)]
         actual = ir.Loop(loop.count, loop.chunk, loop.tail_size, loop.axis)
         if self.phase is not None and actual not in planned:
             self.fail(
@@ -696,11 +805,18 @@ class _ProgramVerifier:
             )
         if loop.index == loop.offset or {loop.index, loop.offset} & scope.names.keys():
             self.fail(f"loop `{loop.name}`'s variables shadow a name")
-        iterations = [{loop.index: i, loop.offset: i * loop.chunk} for i in range(loop.count)]
-        blocks = _Scope(scope.names, iterations, loop)
-        tail = self.block(loop.tail, attrs.evolve(blocks, iterations=[{}], loop=None))
+        outer = scope.iterations
+        iterations = [
+            values | {loop.index: i, loop.offset: i * loop.chunk}
+            for values in outer
+            for i in range(loop.count)
+        ]
+        # a nested loop's blocks are the enclosing loop's: it checks that they cover
+        blocks = _Scope(scope.names, iterations, loop, scope.pieces if nested else {})
+        tail = self.block(loop.tail, attrs.evolve(blocks, iterations=outer, loop=None))
         body = self.block(loop.body, blocks)
-        self.covered(blocks.pieces, f"loop `{loop.name}`")
+        if not nested:
+            self.covered(blocks.pieces, f"loop `{loop.name}`")
         exported = []
         for name in loop.exports:
             type_ = body.get(name)

@@ -47,6 +47,24 @@ def assert_window_steps_fit(phase: dict) -> None:
         assert loop["count"] * loop["chunk"] + loop["tail"] == phase["shape"][loop["axis"]]
 
 
+def assert_conv_fits(phase: dict) -> None:
+    """A convolution's cube tiles; every shape it computes on at rank <= 4 under a tile
+    within the budget (a binary op's operands and result then fit UB), not past the shape
+    but for a 32-byte aligned last axis, within the auto-tile limit; its rows loop covers
+    the output rows (ptodsl.verify checks the batch loop against the convolution)."""
+    assert_cube_tile_fits(phase["cube_tile"])
+    for op in phase["tiles"]:
+        shape, tile = op["shape"], op["tile"]
+        assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank
+        assert all(1 <= t <= s for t, s in zip(tile[:-1], shape[:-1], strict=True))
+        align = PYPTO_0_2_0.reduce_align_bytes // 4
+        assert tile[-1] <= -(-shape[-1] // align) * align
+        assert math.prod(tile) <= PYPTO_0_2_0.max_tile_elements
+        assert op["auto_tiles"] <= PYPTO_0_2_0.max_auto_tiles
+    rows = phase["rows_loop"]
+    assert rows["count"] * rows["chunk"] + rows["tail"] == phase["shape"][rows["axis"]]
+
+
 def assert_ub_fits(phase: dict) -> None:
     """The phase's widest op within UB at the phase's tile: its bytes per element over the
     tile's elements, each row taken in whole 32-byte blocks (a [2048, 4] f32 tile holds as
@@ -69,6 +87,9 @@ def assert_plan_within_limits(plan: dict) -> None:
                 continue
             if phase["kind"] == "window":
                 assert_window_steps_fit(phase)
+                continue
+            if phase["kind"] == "conv":
+                assert_conv_fits(phase)
                 continue
             shape, tile = phase["shape"], phase["tile"]
             assert len(tile) == len(shape) <= PYPTO_0_2_0.max_rank

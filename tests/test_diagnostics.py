@@ -12,6 +12,7 @@ import ptodsl
 HEADER = """kernel k
 dims M = 4, N = 8
 """
+CONV = "kernel k\ninput x: f32[2, 4, 8, 8]\n"
 
 CASES = {
     # syntax
@@ -160,6 +161,35 @@ CASES = {
     "output y: f32[N, N]\ny = (x * 2.0).T @ w\n",
     "computed_matmul_operand_of_rank_3": HEADER + "input x: f32[M, M, N]\ninput w: f32[N, N]\n"
     "output y: f32[M, M, N]\ny = (x * 2.0) @ w\n",
+    # convolutions
+    "conv_groups_do_not_divide": CONV + "weight w: f32[6, 2, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w, groups=3)\n",
+    "conv_weight_of_another_layout": CONV + "weight w: f32[6, 3, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w, groups=2)\n",
+    "conv_weight_of_another_rank": CONV + "weight w: f32[6, 4, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w)\n",
+    "conv_of_a_vector": CONV + "weight w: f32[6, 4, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(sum(x, axis=[2, 3]), w)\n",
+    "conv_kernel_longer_than_its_axis": CONV + "weight w: f32[6, 4, 3, 9] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w, dilation=[1, 2])\n",
+    "conv_list_of_the_wrong_length": CONV + "weight w: f32[6, 4, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w, stride=[1, 1, 1])\n",
+    "conv_unknown_keyword": CONV + "weight w: f32[6, 4, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x, w, output_padding=1)\n",
+    "conv_one_argument": CONV + "output y: f32[2, 4, 8, 8]\ny = conv(x)\n",
+    "conv_transpose_output_padding_too_large": CONV + "weight w: f32[4, 6, 3, 3] = randn\n"
+    "output y: f32[2, 6, 10, 10]\ny = conv_transpose(x, w, output_padding=1)\n",
+    "conv_of_a_computed_value": CONV + "weight w: f32[6, 4, 3, 3] = randn\n"
+    "output y: f32[2, 6, 6, 6]\ny = conv(x * 2.0, w)\n",
+    "conv_strided_along_every_axis_of_3d": "kernel k\ninput x: f32[2, 4, 9, 9, 9]\n"
+    "weight w: f32[6, 4, 3, 3, 3] = randn\noutput y: f32[2, 6, 4, 4, 4]\n"
+    "y = conv(x, w, stride=2)\n",
+    "conv_module_groups_do_not_divide": CONV + "weight c: conv2d(4, 6, 3, groups=4)\n"
+    "output y: f32[2, 6, 6, 6]\ny = c(x)\n",
+    "conv_module_kernel_of_the_wrong_length": CONV + "weight c: conv2d(4, 6, [3, 3, 3])\n"
+    "output y: f32[2, 6, 6, 6]\ny = c(x)\n",
+    "conv_transpose_module_output_padding": CONV + "weight c: conv_transpose2d(4, 6, 3, "
+    "output_padding=2, stride=2)\noutput y: f32[2, 6, 17, 17]\ny = c(x)\n",
     "cat_without_axis": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x, x])\n",
     "cat_of_one": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = cat([x], axis=0)\n",
     "cat_mismatched": HEADER + "input x: f32[M, N]\ninput z: f32[M, M]\n"
