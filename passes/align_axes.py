@@ -368,7 +368,8 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                     raise SpecError(
                         "a convolution of a value the kernel computes is not supported yet",
                         operand.span,
-                        note="convolve an input by a weight, both declared; compute after it",
+                        note="convolve a declared input, or another convolution's result, by a "
+                        "declared weight; compute after it",
                     )
             return rebuilt
         if node.op == "reshape":  # the operand already has the finer axes

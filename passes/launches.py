@@ -5,8 +5,9 @@ nothing until the next launch (`ptodsl.sim_memory`): a 16384 x 16384 output need
 16 GiB in one launch. When the estimate for one launch exceeds the target's budget, and the
 kernel computes each index of the outputs' axis 0 from the same index of some inputs and
 from the whole of the others, `forward` launches the kernel on consecutive chunks of that
-axis instead. Any op that mixes indices along the axis (a reduction, scan, window, crop or
-contraction over it, a transpose that moves it) keeps the kernel whole.
+axis instead (a convolution's batch). Any op that mixes indices along the axis (a
+reduction, scan, window, crop or contraction over it, a transpose that moves it) keeps the
+kernel whole.
 """
 
 from __future__ import annotations
@@ -159,6 +160,11 @@ def _expect_one_index_per_index(node: ir.Op, flags: list[bool]) -> None:
     if kind is ops.Kind.MATMUL and rank == 2:
         if flags != [True, False] or node.attrs.a_trans:  # type: ignore[union-attr]
             raise _Mixes("a matmul contracts the launch axis")
+        return
+    if kind is ops.Kind.CONV:
+        # axis 0 is the batch: each element's output reads its own input, the whole weight
+        if flags != [True, False]:
+            raise _Mixes(f"`{node.op}` reads a sliced weight or an unsliced input")
         return
     if kind in ELEMENTWISE_KINDS or kind is ops.Kind.MATMUL:
         # Broadcasting pairs trailing axes: an aligned operand must have the result's rank,

@@ -694,22 +694,16 @@ class _ConvPhase:
             before, n, gap, after = geometry.spacing(axis, tuple(extents))
             extents[axis] *= gap
             spaced = self.ref(ir.generated_name(f"spaced{axis}", self.x.name), (ci, *extents))
-            purpose = f"zeros between the elements of spatial axis {axis}"
-            if after > 1:
-                # [before, n, 1, after] beside [before, n, gap - 1, after] zeros
-                column = ir.op_reshape(current, (before, n, 1, after))
-                zeros = ir.Op(
-                    "fill", (), self.typed((before, n, gap - 1, after)), span, ir.Fill(0.0)
+            purpose = f"spacing spatial axis {axis}"
+            if after > 1:  # [before, n, 1, after] beside [before, n, gap - 1, after] zeros
+                code.append(self.tile((before, n, gap, after), purpose))
+                joined = self.joined_zeros(current, (before, n, 1, after), gap, axis)
+                code += joined[:-1]
+                code.append(
+                    ir.Assign(spaced.name, ir.op_reshape(joined[-1], spaced.type.shape), span)
                 )
-                joined = ir.Op(
-                    "cat", (column, zeros), self.typed((before, n, gap, after)), span, ir.Along(2)
-                )
-                code += [
-                    self.tile((before, n, gap, after), purpose),
-                    ir.Assign(spaced.name, ir.op_reshape(joined, spaced.type.shape), span),
-                ]
             else:
-                code += self.spaced_last(current, spaced, (before, n, gap), purpose)
+                code += self.spaced_last(current, spaced, (before, n, gap), axis, purpose)
             current = spaced
         for axis, (front, back) in enumerate(zip(plan.front, plan.back, strict=True)):
             if not front and not back:
@@ -746,29 +740,47 @@ class _ConvPhase:
             ]
         return current, code
 
+    def joined_zeros(self, value: ir.Expr, column: tuple[int, ...], gap: int, axis: int) -> list:
+        """Assignments of `value` seen as `column` (1 along axis 2 of it) and of `gap - 1`
+        zeros beside it, then their join along that axis (an expression, last)."""
+        span = self.stmt.span
+        names = (ir.generated_name(f"{kind}{axis}", self.x.name) for kind in ("column", "gaps"))
+        column_ref, zeros_ref = (
+            self.ref(name, shape)
+            for name, shape in zip(
+                names, (column, (*column[:2], gap - 1, *column[3:])), strict=True
+            )
+        )
+        joined_shape = (*column[:2], gap, *column[3:])
+        return [
+            ir.Assign(column_ref.name, ir.op_reshape(value, column), span),
+            ir.Assign(zeros_ref.name, ir.Op("fill", (), zeros_ref.type, span, ir.Fill(0.0)), span),
+            ir.Op("cat", (column_ref, zeros_ref), self.typed(joined_shape), span, ir.Along(2)),
+        ]
+
     def spaced_last(
-        self, value: ir.Ref, spaced: ir.Ref, sizes: tuple[int, int, int], purpose: str
+        self,
+        value: ir.Ref,
+        spaced: ir.Ref,
+        sizes: tuple[int, int, int],
+        axis: int,
+        purpose: str,
     ) -> list[ir.Instruction]:
         """`value` spaced along its last axis: [before, n] exchanged to [n, before], each row
         followed by `gap - 1` rows of zeros, [n * gap, before] exchanged back."""
         before, n, gap = sizes
         span = self.stmt.span
-
-        def named(kind: str) -> str:
-            return ir.generated_name(kind, spaced.name.removeprefix("_"))
-
-        rows = self.ref(named("rows"), (n, before))
+        rows = self.ref(ir.generated_name(f"exchanged{axis}", self.x.name), (n, before))
         flat = ir.op_reshape(value, (before, n))
-        column = ir.op_reshape(rows, (n, 1, before))
-        zeros = ir.Op("fill", (), self.typed((n, gap - 1, before)), span, ir.Fill(0.0))
-        joined = ir.Op("cat", (column, zeros), self.typed((n, gap, before)), span, ir.Along(1))
-        rows_spaced = self.ref(named("joined"), (n * gap, before))
+        joined = self.joined_zeros(rows, (1, n, 1, before), gap, axis)
+        rows_spaced = self.ref(ir.generated_name(f"joined{axis}", self.x.name), (n * gap, before))
         back = ir.Op("swap", (rows_spaced,), self.typed((before, n * gap)), span, ir.Swap(0, 1))
         return [
             self.tile((before, n), f"{purpose}: exchanged"),
             ir.Assign(rows.name, ir.Op("swap", (flat,), rows.type, span, ir.Swap(0, 1)), span),
-            self.tile((n, gap, before), purpose),
-            ir.Assign(rows_spaced.name, ir.op_reshape(joined, rows_spaced.type.shape), span),
+            self.tile((1, n, gap, before), purpose),
+            *joined[:-1],
+            ir.Assign(rows_spaced.name, ir.op_reshape(joined[-1], rows_spaced.type.shape), span),
             self.tile((n * gap, before), f"{purpose}: exchanged back"),
             ir.Assign(spaced.name, ir.op_reshape(back, spaced.type.shape), span),
         ]

@@ -152,7 +152,12 @@ def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple
     merging = [c for c in convs if ir.ConvGeometry.of(c).merges_batch]
     if not merging:
         return groups
-    if len(shapes[0]) != 5 or any((shape[0] == 1) != (shape[1] == 1) for shape in shapes):
+    full = [max(shape[axis] for shape in shapes) for axis in range(len(shapes[0]))]
+
+    def broadcast(shape: tuple[int, ...], axis: int) -> bool:
+        return shape[axis] == 1 < full[axis]
+
+    if len(full) != 5 or any(broadcast(shape, 0) != broadcast(shape, 1) for shape in shapes):
         raise SpecError(
             "a 3-D convolution's batch and channel axes must merge (PyPTO has rank 4), but a "
             "value of this kernel broadcasts along one of them only",

@@ -175,8 +175,7 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     attributes = geometry.attributes
     itemsize = conv.type.dtype.itemsize
     rest = math.prod(geometry.out[1:])
-    widest = max(geometry.group_in, geometry.group_out) * rest
-    chunk = max(1, min(geometry.out[0], target.conv_block_elements // widest))
+    chunk = geometry.rows_per_block(target.conv_block_elements)
     strided = sum(step > 1 for step in geometry.stride)
     if len(geometry.spatial) + 1 + strided > target.max_rank:
         raise SpecError(
@@ -289,7 +288,7 @@ def conv_shapes(
             if after > 1:  # zeros joined along `gap`
                 shapes.append((before, n, gap, after))
             else:  # exchanged to [n, before], joined, exchanged back
-                shapes += [(before, n), (n, gap, before), (n * gap, before)]
+                shapes += [(before, n), (1, n, gap, before), (n * gap, before)]
                 exchanged |= {(before, n), (n * gap, before)}
             spaced[axis] *= gap
         for axis, (f, b) in enumerate(zip(front, back, strict=True)):

@@ -425,6 +425,12 @@ class ConvGeometry:
             starts.append(divmod(at, step) if step > 1 else (at,))
         return starts
 
+    def rows_per_block(self, block_elements: int) -> int:
+        """Output rows (along the first spatial axis) per block: as many as keep a block's
+        [C/groups, rows * rest] matrices within `block_elements`, at least one."""
+        widest = max(self.group_in, self.group_out) * math.prod(self.out[1:])
+        return max(1, min(self.out[0], block_elements // widest))
+
     @property
     def merges_batch(self) -> bool:
         """A 3-D convolution's tensors have rank 5: the kernel sees the batch and channel

@@ -6,6 +6,7 @@ The two emitters share precedence handling and differ only in how they spell eac
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 
 from ptodsl import ir, ops
@@ -205,6 +206,21 @@ def uses_math(kernel: ir.Kernel) -> bool:
         and "math." in SCALAR_SPELLING.get(node.op, "")
         for stmt in kernel.body
         for node in ir.walk(stmt.value)
+    )
+
+
+def paragraph(lines: list[str], indent: str = "", width: int = 100) -> list[str]:
+    """Lines of prose as given when each fits within `width`, else their words wrapped
+    there at spaces only (long names stay whole)."""
+    if all(len(indent + line) <= width for line in lines):
+        return [indent + line for line in lines]
+    return textwrap.wrap(
+        " ".join(lines),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from ptodsl import ir, ops
+from ptodsl.target import PYPTO_0_2_0
 
 GIB = 1 << 30
 BASE_BYTES = 0.5 * GIB  # the worker's torch and pypto before any tensor
@@ -48,11 +49,32 @@ def has_window(kernel: ir.Kernel) -> bool:
 
 
 def iterations(kernel: ir.Kernel) -> int:
-    """Loop iterations of one launch: planned ones once the loops pass has run."""
+    """Loop iterations of one launch: planned ones once the loops pass has run. A
+    convolution runs one per block of rows of each batch element (its batch loop holds its
+    rows loop): before tiling, as many as blocks of the target's size make."""
     if kernel.schedule is None:
-        return ASSUMED_ITERATIONS
+        convolutions = [
+            node
+            for stmt in kernel.body
+            for node in ir.walk(stmt.value)
+            if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONV
+        ]
+        if not convolutions:
+            return ASSUMED_ITERATIONS
+        return sum(_conv_iterations(ir.ConvGeometry.of(conv)) for conv in convolutions)
     loops = [p.loop for p in kernel.schedule.phases if p.loop]
-    return max(1, sum(loop.count + (loop.tail > 0) for loop in loops))
+    count = sum(loop.count + (loop.tail > 0) for loop in loops)
+    for phase in kernel.schedule.phases:
+        if phase.conv is not None:
+            rows = phase.conv.rows
+            count += phase.conv.batch * (rows.count + (rows.tail > 0))
+    return max(1, count)
+
+
+def _conv_iterations(geometry: ir.ConvGeometry) -> int:
+    """A convolution's blocks before tiling plans them, at the target's block size."""
+    rows = geometry.rows_per_block(PYPTO_0_2_0.conv_block_elements)
+    return geometry.batch * -(-geometry.out[0] // rows)
 
 
 def verification_bytes(kernel: ir.Kernel) -> float:

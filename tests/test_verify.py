@@ -256,3 +256,61 @@ def test_verify_each_makes_a_broken_pass_an_internal_error(monkeypatch, tmp_path
     capsys.readouterr()
     assert cli.main(["compile", str(spec), "--verify-each"]) == cli.EXIT_INTERNAL
     assert "the IR after `cse` is invalid" in capsys.readouterr().err
+
+
+# A convolution with two groups whose rows loop (blocks of 2, a tail of 1) nests in its
+# batch loop: each group's block is assembled into its own cell of `y`.
+CONV = Source(
+    "kernel c\ninput x: f32[2, 4, 9, 10]\nweight w: f32[4, 2, 3, 3] = randn\n"
+    "output y: f32[2, 4, 7, 12]\ny = conv(x, w, padding=[1, 2], dilation=[2, 1], groups=2)\n",
+    "c.pto",
+)
+
+
+def rewritten(instructions: tuple, change) -> tuple:
+    """The instructions with `change` applied to every one, inside loops too."""
+    result = []
+    for instruction in instructions:
+        if isinstance(instruction, ir.BlockLoop):
+            instruction = attrs.evolve(
+                instruction,
+                body=rewritten(instruction.body, change),
+                tail=rewritten(instruction.tail, change),
+            )
+        result.append(change(instruction))
+    return tuple(result)
+
+
+def test_the_verifier_catches_a_broken_convolution():
+    checked = lower(CONV, until="check").checked
+    (store,) = checked.body
+    wrong = attrs.evolve(store.value, type=ir.TensorType((2, 4, 7, 11), ir.DType.F32))
+    broken(attrs.evolve(checked, body=(attrs.evolve(store, value=wrong),)), "check", "not")
+
+    small_blocks = attrs.evolve(PYPTO_0_2_0, conv_block_elements=64)
+    conv = Materialised(CONV, small_blocks)
+    (phase,) = conv.kernel.schedule.phases
+    short = attrs.evolve(phase.conv, rows=ir.Loop(3, 2, 0, 2))
+    schedule = ir.Schedule((attrs.evolve(phase, conv=short),))
+    conv.broken(attrs.evolve(conv.kernel, schedule=schedule), "loops")
+
+    def moved(group_offset: int, rows: ir.Index | None = None):
+        def change(instruction):
+            if isinstance(instruction, ir.Assemble) and instruction.part == "_chunk_part1":
+                batch, _, row, column = instruction.offsets
+                at = (batch, group_offset, row if rows is None else rows, column)
+                return attrs.evolve(instruction, offsets=at)
+            return instruction
+
+        return conv.with_code(0, rewritten(conv.code(0), change))
+
+    conv.broken(moved(0), "overlaps in `y`")  # group 1 over group 0
+    conv.broken(moved(2, rows=0), "overlaps in `y`")  # every block on the first rows
+    conv.broken(moved(3), "exceeds")  # past the channels
+
+    def without_tail(instruction):
+        if isinstance(instruction, ir.BlockLoop) and instruction.tail_size:
+            return attrs.evolve(instruction, tail=())
+        return instruction
+
+    conv.broken(conv.with_code(0, rewritten(conv.code(0), without_tail)), "tail")

@@ -1,0 +1,193 @@
+"""Convolutions (issue 18): `conv` and `conv_transpose` in pypto SIM at small shapes, one
+feature per case; the wrong kernels each feature could produce, which `check` must reject;
+the plan's invariants at every KernelBench convolution's full shape.
+
+The 34 KernelBench convolutions themselves are checked against their problem files in
+test_kernelbench.py (at CI_DIMS); these cases reach what those do not: blocks of rows with
+a tail (a target with a small block), a bias, a convolution followed by other work."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from conftest import EXAMPLES
+from plan_limits import assert_plan_within_limits
+
+import ptodsl
+from ptodsl.checking import run_check
+from ptodsl.diagnostics import Source
+from ptodsl.pipeline import lower
+from ptodsl.target import PYPTO_0_2_0
+
+# Blocks of at most 64 elements: a few output rows per block and a tail, at small shapes.
+SMALL_BLOCKS = attrs.evolve(PYPTO_0_2_0, conv_block_elements=64)
+
+PADDED_GROUPED = """kernel conv_block
+dims N = 2, C = 4, H = 9, W = 10, CO = 4, HO = 7, WO = 12
+input x: f32[N, C, H, W]
+weight w: f32[CO, 2, 3, 3] = randn
+output y: f32[N, CO, HO, WO]
+y = conv(x, w, padding=[1, 2], dilation=[2, 1], groups=2)
+"""
+TRANSPOSED = """kernel conv_t_block
+dims N = 2, C = 4, H = 5, W = 6, CO = 4, HO = 12, WO = 14
+input x: f32[N, C, H, W]
+weight w: f32[C, 2, 3, 3] = randn
+output y: f32[N, CO, HO, WO]
+y = conv_transpose(x, w, stride=2, output_padding=1, groups=2)
+"""
+STRIDED = """kernel conv_s_block
+dims N = 2, C = 3, L = 40, CO = 8, LO = 11
+input x: f32[N, C, L]
+weight w: f32[CO, C, 3] = randn
+output y: f32[N, CO, LO]
+y = conv(x, w, stride=3, dilation=4)
+"""
+
+CASES = {
+    "padded_dilated_grouped_rows_with_a_tail": (PADDED_GROUPED, SMALL_BLOCKS),
+    "transposed_strided_grouped_output_padding": (TRANSPOSED, PYPTO_0_2_0),
+    "strided_dilated_1d": (STRIDED, PYPTO_0_2_0),
+    "3d_rows_with_a_tail": (
+        """kernel conv3
+dims N = 2, C = 3, D = 6, H = 5, W = 7, CO = 4, DO = 4, HO = 5, WO = 5
+input x: f32[N, C, D, H, W]
+weight w: f32[CO, C, 3, 1, 3] = randn
+output y: f32[N, CO, DO, HO, WO]
+y = conv(x, w)
+""",
+        attrs.evolve(PYPTO_0_2_0, conv_block_elements=4 * 25 * 3),
+    ),
+    "transposed_3d_cropped": (
+        """kernel conv_t3
+dims N = 2, C = 4, D = 3, H = 4, W = 5, CO = 8, DO = 1, HO = 3, WO = 5
+input x: f32[N, C, D, H, W]
+weight w: f32[C, 2, 3, 3, 3] = randn
+output y: f32[N, CO, DO, HO, WO]
+y = conv_transpose(x, w, stride=2, padding=3, groups=4)
+""",
+        PYPTO_0_2_0,
+    ),
+    # the module's bias is added per channel; the ReLU after it is a phase of its own
+    "module_with_bias_then_relu": (
+        """kernel conv_bias_relu
+dims N = 2, C = 3, H = 8, W = 9, CO = 5
+param kernel_size: int[2] = [3, 5]
+input x: f32[N, C, H, W]
+weight conv: conv2d(C, CO, kernel_size, padding=[1, 2])
+output y: f32[N, CO, H, W]
+y = relu(conv(x))
+""",
+        PYPTO_0_2_0,
+    ),
+    # a convolution of a convolution: the inner result stored as it is computed
+    "depthwise_then_pointwise": (
+        """kernel separable
+dims N = 2, C = 3, H = 9, W = 8, CO = 6, HO = 7, WO = 6
+input x: f32[N, C, H, W]
+weight depthwise: conv2d(C, C, 3, groups=3, bias=false)
+weight pointwise: conv2d(C, CO, 1, bias=false)
+output y: f32[N, CO, HO, WO]
+y = pointwise(depthwise(x))
+""",
+        SMALL_BLOCKS,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_convolution_matches_torch_in_sim(case):
+    text, target = CASES[case]
+    lower(Source(text, f"{case}.pto"), target=target, verify_each=True)
+    compiled = ptodsl.compile(text, name=f"{case}.pto", target=target)
+    assert_plan_within_limits(compiled.plan)
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
+
+
+def test_small_blocks_make_a_tail():
+    compiled = ptodsl.compile(PADDED_GROUPED, name="case.pto", target=SMALL_BLOCKS)
+    (phase,) = compiled.plan["kernels"][0]["phases"]
+    assert phase["kind"] == "conv"
+    assert phase["rows_loop"] == {"axis": 2, "count": 3, "chunk": 2, "tail": 1}
+    assert phase["pad"] == {"front": [1, 8], "back": [1, 8]}  # W padded in 32-byte blocks
+
+
+def wrong_kernel(tmp_path, compiled, old: str, new: str, count: int = 1):
+    source = compiled.source
+    assert source.count(old) == count, f"{old!r} occurs {source.count(old)} times"
+    path = tmp_path / "wrong.py"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return path
+
+
+MUTANTS = {
+    # a tap's view one row off, one column off
+    "tap_row_off_by_one": (
+        PADDED_GROUPED,
+        "[2, 2, 12], [0, offset + 2, 7])",
+        "[2, 2, 12], [0, offset + 1, 7])",
+    ),
+    "tap_column_off": (
+        PADDED_GROUPED,
+        "[2, 2, 12], [2, offset + 4, 8])",
+        "[2, 2, 12], [2, offset + 4, 6])",
+    ),
+    # group 1's block written over group 0's channels
+    "group_over_the_other": (
+        PADDED_GROUPED,
+        "pypto.assemble(_chunk_part1, [offset_batch, 2, offset, 0], y)",
+        "pypto.assemble(_chunk_part1, [offset_batch, 0, offset, 0], y)",
+    ),
+    # the tail block one row up
+    "tail_row_off_by_one": (
+        PADDED_GROUPED,
+        "pypto.assemble(_tail_part0, [offset_batch, 0, 6, 0], y)",
+        "pypto.assemble(_tail_part0, [offset_batch, 0, 5, 0], y)",
+    ),
+    # a tap left out of the sum
+    "tap_left_out": (PADDED_GROUPED, "                    + _chunk_prod8g1\n", ""),
+    # the padding on one end only
+    "padding_at_one_end": (
+        PADDED_GROUPED,
+        "pypto.concat([pypto.concat([_zeros0_x, _input_x], 1), _zeros0_x], 1)",
+        "pypto.concat([pypto.concat([_input_x, _zeros0_x], 1), _zeros0_x], 1)",
+    ),
+    # a transposed convolution's tap matrices read as they are stored (square per group)
+    "transposed_weight_untransposed": (
+        TRANSPOSED,
+        "a_trans=True",
+        "a_trans=False",
+        18,
+    ),
+    # its kernel not flipped (tap 0's input by tap 0's weight)
+    "transposed_kernel_unflipped": (TRANSPOSED, "_tap8g0_w,", "_tap0g0_w,"),
+    # a strided tap's outputs from the next column of the split axis
+    "strided_column_off": (
+        STRIDED,
+        "[3, 11, 1], [0, offset + 1, 1])",
+        "[3, 11, 1], [0, offset + 1, 2])",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_wrong_convolution_fails(mutant, tmp_path):
+    text, old, new, *count = MUTANTS[mutant]
+    target = SMALL_BLOCKS if text is PADDED_GROUPED else PYPTO_0_2_0
+    compiled = ptodsl.compile(text, name="case.pto", target=target)
+    path = wrong_kernel(tmp_path, compiled, old, new, *count)
+    report = run_check(compiled, kernel_path=path)
+    assert not report.ok
+    assert any(output.mismatched > 0 for output in report.outputs), report.to_json()
+
+
+CONVOLUTIONS = [
+    p for p in EXAMPLES if p.parent.name == "kernelbench" and 54 <= int(p.stem.split("_")[0]) <= 87
+]
+
+
+def test_every_kernelbench_convolution_has_a_spec():
+    """Each is also verified after every pass and its plan held to PyPTO's limits at full
+    shape (test_verify, test_examples), and checked against its problem (test_kernelbench)."""
+    assert len(CONVOLUTIONS) == 34
