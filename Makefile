@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-slow lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v cmake >/dev/null || { echo "pypto builds its calculator with cmake: install cmake and a C++ compiler"; exit 1; }
@@ -23,6 +23,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
