@@ -1,11 +1,13 @@
-"""Gives an input that is both a matmul operand and read elsewhere a twin for the matmul.
+"""Gives an input that is both a matmul (or convolution) operand and read elsewhere a twin
+for the cube.
 
-The cube reads a matmul operand in its declared layout, while every other use sees the
-input in the kernel's frame of axes (align_axes), which may merge, stretch or reorder its
-axes. A residual connection around a linear layer (`fc(x) + x`) reads `x` both ways: its
-matmul then reads a twin, `_operand_x`, a second kernel input that forward fills from the
-same tensor (a reshape of the same data, no copy). The twin comes first among the passes so
-that launches slice it as the matmul operand it is.
+The cube reads a matmul or convolution operand in its declared layout, while every other
+use sees the input in the kernel's frame of axes (align_axes), which may merge, stretch or
+reorder its axes. A residual connection around a linear layer (`fc(x) + x`, or a
+convolution's `conv(x) + x`) reads `x` both ways: the cube then reads a twin, `_operand_x`,
+a second kernel input that forward fills from the same tensor (a reshape of the same data,
+no copy). The twin comes first among the passes so that launches slice it as the operand
+it is.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def twin_operands(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.K
     twins = {name: ir.generated_name("operand", name) for name in both}
 
     def read_twins(node: ir.Expr) -> ir.Expr:
-        if not (isinstance(node, ir.Op) and node.op == "matmul"):
+        if not (isinstance(node, ir.Op) and ops.reads_declared_layout(node.op)):
             return node
         operands = tuple(
             attrs.evolve(o, name=twins[o.name]) if isinstance(o, ir.Ref) and o.name in twins else o

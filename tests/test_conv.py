@@ -80,6 +80,17 @@ y = relu(conv(x))
 """,
         PYPTO_0_2_0,
     ),
+    # a residual: x is the convolution's input (a twin in its declared layout) and summed
+    "residual_around_a_convolution": (
+        """kernel conv_residual
+dims N = 2, C = 4, H = 8, W = 9
+input x: f32[N, C, H, W]
+weight conv: conv2d(C, C, 3, padding=1)
+output y: f32[N, C, H, W]
+y = relu(conv(x) + x)
+""",
+        PYPTO_0_2_0,
+    ),
     # a convolution of a convolution: the inner result stored as it is computed
     "depthwise_then_pointwise": (
         """kernel separable
