@@ -593,7 +593,7 @@ class _ConvPhase:
         code: list[ir.Instruction] = [ir.SetCubeTiles(*self.plan.cube)]
         if isinstance(self.stmt, ir.Let):
             code.append(ir.Allocate(self.destination, self.conv.type, self.stmt.span))
-        code += self.tap_weights()
+        code += self.tap_columns() if self.plan.vector else self.tap_weights()
         source, body = self.padded_input()
         rows = _looped(
             f"{self.loop_name}_rows",
@@ -660,6 +660,21 @@ class _ConvPhase:
                     ir.Assign(part.name, ir.Op("slice", (matrix,), part.type, span, cut), span)
                 )
                 self.weights[tap, group] = part
+        return code
+
+    def tap_columns(self) -> list[ir.Instruction]:
+        """A depthwise convolution's weight [C, taps]: each tap's column [C, 1]."""
+        span, channels = self.stmt.span, self.geometry.out_channels
+        weight = self.ref(self.weight.name, self.weight_shape)
+        code: list[ir.Instruction] = [self.tile(self.weight_shape, "each tap's column")]
+        self.weights = {}
+        for tap in range(len(self.geometry.taps)):
+            column = self.ref(ir.generated_name(f"tap{tap}", self.weight.name), (channels, 1))
+            cut = ir.Slice((0, tap), (None, tap + 1))
+            code.append(
+                ir.Assign(column.name, ir.Op("slice", (weight,), column.type, span, cut), span)
+            )
+            self.weights[tap, 0] = column
         return code
 
     def padded_input(self) -> tuple[ir.Ref | None, list[ir.Instruction]]:
@@ -787,66 +802,90 @@ class _ConvPhase:
 
     def block(self, place: _Place, source: ir.Ref | None) -> list[ir.Instruction]:
         """One block of output rows of the loop's batch element: per group, every tap's
-        view of the input as a matrix, times the tap's weight; the products summed and
-        assembled into the result."""
+        view of the input as a matrix, times the tap's weight on the cube; the products
+        summed and assembled into the result. A depthwise convolution on the vector cores
+        takes every channel at once: each tap's view times the tap's column, summed."""
         geometry, span = self.geometry, self.stmt.span
-        attributes = geometry.attributes
-        co, cig, cog = geometry.out_channels, geometry.group_in, geometry.group_out
-        rest = geometry.out[1:]
-        rows = place.rows
+        rows, rest = place.rows, geometry.out[1:]
         columns = rows * math.prod(rest)
-        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead)
-        result_shape = (*self.lead, cog, rows, *rest)
+        channels = geometry.out_channels if self.plan.vector else geometry.group_in
+        out_channels = geometry.out_channels if self.plan.vector else geometry.group_out
+        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead, channels)
         code: list[ir.Instruction] = []
-        for group in range(attributes.groups):
-            products = []
+        for group in range(1 if self.plan.vector else geometry.attributes.groups):
             code.append(self.tile(tap_shape, f"group {group}: the taps' views"))
+            total: ir.Expr | None = None
             for number, tap in enumerate(geometry.taps):
-                first, *others = geometry.tap_start(tap, self.plan.skip)
-                spatial = (_shifted(place.offset, first[0]), *first[1:])
-                spatial += tuple(start for starts in others for start in starts)
-                if source is not None:
-                    name, at = source.name, (group * cig, *spatial)
-                else:
-                    name = self.x.name
-                    at = (*self.channel(group * cig, geometry.in_channels), *spatial)
-                view = self.ref(place.named(f"view{number}g{group}"), tap_shape)
-                matrix = self.ref(place.named(f"col{number}g{group}"), (cig, columns))
-                product = self.ref(place.named(f"prod{number}g{group}"), (cog, columns))
-                matmul = ir.Op(
-                    "matmul",
-                    (self.weights[geometry.tap_weight(tap), group], matrix),
-                    product.type,
-                    span,
-                    ir.Transposes(geometry.transposed, False),
-                )
+                view = self.tap_view(place, source, tap, number, group, tap_shape)
+                matrix = self.ref(place.named(f"col{number}g{group}"), (channels, columns))
                 code += [
-                    ir.View(view.name, name, view.type, at),
-                    ir.Assign(matrix.name, ir.op_reshape(view, matrix.type.shape), span),
-                    ir.Assign(product.name, matmul, span),
+                    view,
+                    ir.Assign(
+                        matrix.name, ir.op_reshape(self.viewed(view), matrix.type.shape), span
+                    ),
                 ]
-                products.append(product)
-            total: ir.Expr = products[0]
-            for product in products[1:]:
-                total = ir.op("add", total, product, span=span)
-            summed = self.ref(place.named(f"sum{group}"), (cog, columns))
-            part = self.ref(place.named(f"part{group}"), result_shape)
-            code += [
-                self.tile(summed.type.shape, f"group {group}: the taps' sum"),
-                ir.Assign(
-                    summed.name,
-                    total if len(products) > 1 else ir.op("clone", total, span=span),
-                    span,
-                ),
-                self.tile(result_shape, f"group {group}: the block"),
-                ir.Assign(part.name, ir.op_reshape(summed, result_shape), span),
-                ir.Assemble(
-                    part.name,
-                    self.destination,
-                    (*self.channel(group * cog, co), place.offset, *(0,) * len(rest)),
-                ),
-            ]
+                weight = self.weights[geometry.tap_weight(tap), group]
+                if self.plan.vector:
+                    term: ir.Expr = ir.op("mul", matrix, weight, span=span)
+                else:
+                    term = self.ref(place.named(f"prod{number}g{group}"), (out_channels, columns))
+                    matmul = ir.Op(
+                        "matmul",
+                        (weight, matrix),
+                        term.type,
+                        span,
+                        ir.Transposes(geometry.transposed, False),
+                    )
+                    code.append(ir.Assign(term.name, matmul, span))
+                total = term if total is None else ir.op("add", total, term, span=span)
+            assert total is not None
+            code += self.assembled(place, total, group, (out_channels, columns))
         return code
+
+    def tap_view(
+        self,
+        place: _Place,
+        source: ir.Ref | None,
+        tap: tuple[int, ...],
+        number: int,
+        group: int,
+        shape: tuple[int, ...],
+    ) -> ir.View:
+        """The block's view of the (padded, split) input at `tap`, from the group's first
+        channel."""
+        geometry = self.geometry
+        first, *others = geometry.tap_start(tap, self.plan.skip)
+        spatial = (_shifted(place.offset, first[0]), *first[1:])
+        spatial += tuple(start for starts in others for start in starts)
+        channel = group * geometry.group_in
+        if source is not None:
+            name, at = source.name, (channel, *spatial)
+        else:
+            name, at = self.x.name, (*self.channel(channel, geometry.in_channels), *spatial)
+        return ir.View(place.named(f"view{number}g{group}"), name, self.typed(shape), at)
+
+    def viewed(self, view: ir.View) -> ir.Ref:
+        return ir.Ref(view.name, view.type, self.stmt.span)
+
+    def assembled(
+        self, place: _Place, total: ir.Expr, group: int, summed_shape: tuple[int, int]
+    ) -> list[ir.Instruction]:
+        """The taps' sum of a group's block, reshaped to the result's layout and assembled
+        into its cell."""
+        span, rest = self.stmt.span, self.geometry.out[1:]
+        channels = summed_shape[0]
+        result_shape = (*self.lead, channels, place.rows, *rest)
+        summed = self.ref(place.named(f"sum{group}"), summed_shape)
+        part = self.ref(place.named(f"part{group}"), result_shape)
+        value = ir.op("clone", total, span=span) if isinstance(total, ir.Ref) else total
+        first = (*self.channel(group * channels, self.geometry.out_channels), place.offset)
+        return [
+            self.tile(summed_shape, f"group {group}: the taps' sum"),
+            ir.Assign(summed.name, value, span),
+            self.tile(result_shape, f"group {group}: the block"),
+            ir.Assign(part.name, ir.op_reshape(summed, result_shape), span),
+            ir.Assemble(part.name, self.destination, (*first, *(0,) * len(rest))),
+        ]
 
 
 def _shifted(offset: ir.Index, by: int) -> ir.Index:

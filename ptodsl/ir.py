@@ -408,10 +408,17 @@ class ConvGeometry:
             shape += [length // step, step] if step > 1 else [length]
         return tuple(shape)
 
-    def tap_view(self, rows: int, leading: tuple[int, ...] = ()) -> tuple[int, ...]:
-        """A tap's view of the (split) input for `rows` output rows: [C_in/groups, rows,
-        *rest], with a column of 1 after each strided axis."""
-        shape: list[int] = [*leading, self.group_in]
+    @property
+    def depthwise(self) -> bool:
+        """One input and one output channel per group: each channel convolved alone."""
+        return not self.transposed and self.group_in == self.group_out == 1
+
+    def tap_view(
+        self, rows: int, leading: tuple[int, ...] = (), channels: int | None = None
+    ) -> tuple[int, ...]:
+        """A tap's view of the (split) input for `rows` output rows: [C_in/groups (or
+        `channels`), rows, *rest], with a column of 1 after each strided axis."""
+        shape: list[int] = [*leading, self.group_in if channels is None else channels]
         for length, step in zip((rows, *self.out[1:]), self.stride, strict=True):
             shape += [length, 1] if step > 1 else [length]
         return tuple(shape)
@@ -1022,10 +1029,11 @@ def format_kernel(kernel: Kernel) -> str:
             )
         if phase.conv is not None:
             plan, rows = phase.conv, phase.conv.rows
+            cores = "depthwise, vector cores" if plan.vector else f"cube tile {list(plan.cube)}"
             lines.append(
                 f"    convolution: batch loop {plan.batch} x 1, rows loop on axis {rows.axis}: "
                 f"{rows.count} x {rows.chunk} + tail {rows.tail}; pad {list(plan.front)} + "
-                f"{list(plan.back)}; cube tile {[list(t) for t in plan.cube]}"
+                f"{list(plan.back)}; {cores}"
             )
             lines += [f"    tile {list(tile)} for {list(shape)}" for shape, tile in plan.tiles]
         for step in phase.window or ():
@@ -1151,6 +1159,9 @@ class ConvPlan:
     skip: tuple[int, ...]  # per spatial axis, where the first tap starts in the padded input
     cube: tuple[tuple[int, int], ...]
     tiles: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+    # a depthwise convolution on the vector cores: per tap, the view of every channel times
+    # the tap's column of the weight, summed (no matmuls of one channel)
+    vector: bool = False
 
     def tile(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         return dict(self.tiles)[shape]

@@ -428,6 +428,11 @@ class _Verifier:
             return
         geometry = ir.ConvGeometry.of(conv)
         rows = plan.rows
+        if plan.vector and not geometry.depthwise:
+            self.fail(
+                f"{where}: a convolution of {geometry.group_in} channels per group on the "
+                "vector cores"
+            )
         if plan.batch != geometry.batch or rows.count * rows.chunk + rows.tail != geometry.out[0]:
             self.fail(f"{where}: loops {plan.batch} x {rows} for {geometry}")
         if min(rows.count, rows.chunk) < 1 or rows.tail < 0:
