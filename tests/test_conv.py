@@ -173,6 +173,12 @@ MUTANTS = {
     ),
     # its kernel not flipped (tap 0's input by tap 0's weight)
     "transposed_kernel_unflipped": (TRANSPOSED, "_tap8g0_w,", "_tap0g0_w,"),
+    # a depthwise tap's view times another tap's weight column (the vector cores' path)
+    "depthwise_weight_of_another_tap": (
+        CASES["depthwise_then_pointwise"][0],
+        "_chunk_col1g0 * _tap1_depthwise_weight",
+        "_chunk_col1g0 * _tap2_depthwise_weight",
+    ),
     # a strided tap's outputs from the next column of the split axis
     "strided_column_off": (
         STRIDED,
@@ -185,7 +191,8 @@ MUTANTS = {
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_a_wrong_convolution_fails(mutant, tmp_path):
     text, old, new, *count = MUTANTS[mutant]
-    target = SMALL_BLOCKS if text is PADDED_GROUPED else PYPTO_0_2_0
+    small = text is PADDED_GROUPED or text is CASES["depthwise_then_pointwise"][0]
+    target = SMALL_BLOCKS if small else PYPTO_0_2_0
     compiled = ptodsl.compile(text, name="case.pto", target=target)
     path = wrong_kernel(tmp_path, compiled, old, new, *count)
     report = run_check(compiled, kernel_path=path)
