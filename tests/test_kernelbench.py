@@ -3,6 +3,7 @@ problem file written for these tests, checked against that problem's own Model."
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 from conftest import CI_DIMS, ROOT, ruff_check
 
 import ptodsl
+from ptodsl import ir
 from ptodsl.checking import (
     compare,
     evaluate_reference,
@@ -50,7 +52,8 @@ FULL_SHAPE_ELEMENTS = 1 << 25
 
 @pytest.mark.parametrize("number", sorted(SPEC_BY_NUMBER))
 def test_spec_means_what_the_problem_computes(number):
-    """At the problem's full shapes (the CI dims above FULL_SHAPE_ELEMENTS), without SIM:
+    """At the problem's full shapes (the CI dims above FULL_SHAPE_ELEMENTS or
+    FULL_SHAPE_MACS), without SIM:
     the spec's declarations match what the problem builds and feeds, and the spec's own
     torch reference (emitted from the spec) gives the problem Model's output on the
     problem's inputs, weights randomized."""
@@ -58,7 +61,8 @@ def test_spec_means_what_the_problem_computes(number):
     compiled = compile_spec(spec)
     kernel = compiled.kernel
     rescale = None
-    if sum(t.type.size for t in (*kernel.inputs, *kernel.outputs)) > FULL_SHAPE_ELEMENTS:
+    elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
+    if elements > FULL_SHAPE_ELEMENTS or convolution_macs(kernel) > FULL_SHAPE_MACS:
         compiled, rescale = compile_spec(spec, CI_DIMS[spec.stem]), ci_rescale(number)
     case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seed=0, rescale=rescale)
     ours = evaluate_reference(compiled, case.inputs, case.init_kwargs, case.forward_scalars)
@@ -67,6 +71,24 @@ def test_spec_means_what_the_problem_computes(number):
         scale = max(1.0, float(theirs.abs().max()))
         assert mine.shape == theirs.shape, output.name
         assert float((mine - theirs).abs().max()) <= 1e-9 * scale, output.name
+
+
+# ... and above this many multiply-adds of its convolutions in float64 (#58 at full shape:
+# 39 G, about a minute of torch on one core).
+FULL_SHAPE_MACS = 1 << 30
+
+
+def convolution_macs(kernel):
+    """The multiply-adds of the kernel's convolutions: each output element sums C_in/groups
+    channels times the kernel's taps."""
+    total = 0
+    for stmt in kernel.body:
+        for node in ir.walk(stmt.value):
+            if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv):
+                geometry = ir.ConvGeometry.of(node)
+                outputs = geometry.batch * geometry.out_channels * math.prod(geometry.out)
+                total += outputs * geometry.group_in * len(geometry.taps)
+    return total
 
 
 def ci_rescale(number):
