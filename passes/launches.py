@@ -34,10 +34,24 @@ class _Mixes(Exception):
     """An op combines different indices of the launch axis: the kernel stays whole."""
 
 
+def _conv_macs(kernel: ir.Kernel) -> int:
+    return sum(
+        ir.ConvGeometry.of(node).macs
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv)
+    )
+
+
 def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     budget = ctx.target.verify_memory_budget
+    macs = ctx.target.max_conv_macs_per_launch
+
+    def fits(block: ir.Kernel) -> bool:
+        return sim_memory.verification_bytes(block) <= budget and _conv_macs(block) <= macs
+
     whole = sim_memory.verification_bytes(kernel)
-    if whole <= budget:
+    if fits(kernel):
         return kernel
     extent = _launch_extent(kernel)
     if extent is None:
@@ -51,17 +65,24 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     try:  # the fewest launches that fit, else one per index
         for count in _divisors(extent)[1:]:
             block = _shrunk(kernel, sliced, extent // count)
-            if sim_memory.verification_bytes(block) <= budget:
+            if fits(block):
                 break
     except _Mixes as reason:
         return _noted(kernel, whole, budget, str(reason))
     assert block.launches is not None
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
+    work = _conv_macs(kernel)
+    convolutions = (
+        f"; {work / 1e9:.1f} G convolution multiply-adds, at most {macs / 1e9:.1f} G per launch"
+        if work > macs
+        else ""
+    )
     decision = (
         f"launches: {block.launches.count} of {block.launches.chunk} along axis 0 "
         f"(verification needs ~{whole / sim_memory.GIB:.1f} GiB in one launch, "
-        f"~{estimate:.1f} GiB per launch; budget {budget / sim_memory.GIB:.0f} GiB{over})"
+        f"~{estimate:.1f} GiB per launch; budget {budget / sim_memory.GIB:.0f} GiB{over}"
+        f"{convolutions})"
     )
     return attrs.evolve(block, decisions=(*block.decisions, decision))
 

@@ -409,6 +409,13 @@ class ConvGeometry:
         return tuple(shape)
 
     @property
+    def macs(self) -> int:
+        """Multiply-adds: each output element sums C_in/groups channels times the taps (a
+        transposed convolution's, over its spaced input, counted the same)."""
+        outputs = self.batch * self.out_channels * math.prod(self.out)
+        return outputs * self.group_in * len(self.taps)
+
+    @property
     def depthwise(self) -> bool:
         """One input and one output channel per group: each channel convolved alone."""
         return not self.transposed and self.group_in == self.group_out == 1

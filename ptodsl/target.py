@@ -42,6 +42,11 @@ class Target:
     # takes 418 us in blocks of 64 K elements (27 blocks), 211 us in 1 M, 115 us in 4 M (one);
     # 4 M f32 elements are 256 full vector tiles per op, within the auto-tile limit.
     conv_block_elements: int
+    # The most multiply-adds of convolutions one launch may simulate: above about 1 G the
+    # simulated machine runs out of workspace slabs ("Slab alloc null", then no progress:
+    # #57 at full shape in launches of 4 samples, 1.2 G; one sample, 0.3 G, passes; #63 in
+    # launches of 8, 0.9 G, passes).
+    max_conv_macs_per_launch: int
     min_contiguous_bytes: int  # wanted bytes along the last axis of a tile
     reduce_align_bytes: int  # the reduced tensor's last-axis tile must be a multiple
     # Two or more row sums over rows longer than one full-size tile make pypto 0.2.0 spill
@@ -81,6 +86,7 @@ PYPTO_0_2_0 = Target(
     select_block_workspace_bytes=12448,
     max_auto_tiles=2048,
     conv_block_elements=1 << 22,
+    max_conv_macs_per_launch=1 << 29,
     min_contiguous_bytes=1024,
     reduce_align_bytes=32,
     spill_safe_tile_elements=8192,
