@@ -175,7 +175,14 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     attributes = geometry.attributes
     itemsize = conv.type.dtype.itemsize
     rest = math.prod(geometry.out[1:])
-    chunk = geometry.rows_per_block(target.conv_block_elements)
+    if not geometry.depthwise and rest >= target.max_inner_axis:
+        raise SpecError(
+            f"a convolution's output rows of {rest} elements pass PyPTO's inner-axis limit "
+            f"of {target.max_inner_axis} for the cube",
+            conv.span,
+            note="ptodsl blocks the first spatial axis only",
+        )
+    chunk = conv_rows_per_block(geometry, target)
     strided = sum(step > 1 for step in geometry.stride)
     if len(geometry.spatial) + 1 + strided > target.max_rank:
         raise SpecError(
@@ -261,6 +268,14 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     )
     cube = choose_cube_tile(product, target)
     return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles, vector)
+
+
+def conv_rows_per_block(geometry: ir.ConvGeometry, target: Target) -> int:
+    """Output rows per block: within the target's block size and, for the cube, the
+    operand [C_in/groups, rows * rest] within PyPTO's inner-axis limit (#87's 256 x 256
+    outputs in one block are 65536 columns: pypto refuses them)."""
+    columns = None if geometry.depthwise else target.max_inner_axis - 1
+    return geometry.rows_per_block(target.conv_block_elements, columns)
 
 
 def _conv_rows_axis(geometry: ir.ConvGeometry) -> int:

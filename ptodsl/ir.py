@@ -439,11 +439,15 @@ class ConvGeometry:
             starts.append(divmod(at, step) if step > 1 else (at,))
         return starts
 
-    def rows_per_block(self, block_elements: int) -> int:
+    def rows_per_block(self, block_elements: int, max_columns: int | None = None) -> int:
         """Output rows (along the first spatial axis) per block: as many as keep a block's
-        [C/groups, rows * rest] matrices within `block_elements`, at least one."""
-        widest = max(self.group_in, self.group_out) * math.prod(self.out[1:])
-        return max(1, min(self.out[0], block_elements // widest))
+        [C/groups, rows * rest] matrices within `block_elements` and, for the cube, their
+        rows * rest columns within `max_columns`; at least one."""
+        rest = math.prod(self.out[1:])
+        rows = block_elements // (max(self.group_in, self.group_out) * rest)
+        if max_columns is not None:
+            rows = min(rows, max_columns // rest)
+        return max(1, min(self.out[0], rows))
 
     @property
     def merges_batch(self) -> bool:
@@ -1036,7 +1040,8 @@ def format_kernel(kernel: Kernel) -> str:
             )
         if phase.conv is not None:
             plan, rows = phase.conv, phase.conv.rows
-            cores = "depthwise, vector cores" if plan.vector else f"cube tile {list(plan.cube)}"
+            cube = [list(extents) for extents in plan.cube]
+            cores = "depthwise, vector cores" if plan.vector else f"cube tile {cube}"
             lines.append(
                 f"    convolution: batch loop {plan.batch} x 1, rows loop on axis {rows.axis}: "
                 f"{rows.count} x {rows.chunk} + tail {rows.tail}; pad {list(plan.front)} + "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from ptodsl import ir, ops
+from ptodsl.passes.tiling import conv_rows_per_block
 from ptodsl.target import PYPTO_0_2_0
 
 GIB = 1 << 30
@@ -80,7 +81,7 @@ def _convolutions(kernel: ir.Kernel) -> list[ir.Op]:
 
 def _conv_iterations(geometry: ir.ConvGeometry) -> int:
     """A convolution's blocks before tiling plans them, at the target's block size."""
-    rows = geometry.rows_per_block(PYPTO_0_2_0.conv_block_elements)
+    rows = conv_rows_per_block(geometry, PYPTO_0_2_0)
     return geometry.batch * -(-geometry.out[0] // rows)
 
 
