@@ -42,10 +42,11 @@ class Target:
     # takes 418 us in blocks of 64 K elements (27 blocks), 211 us in 1 M, 115 us in 4 M (one);
     # 4 M f32 elements are 256 full vector tiles per op, within the auto-tile limit.
     conv_block_elements: int
-    # The most multiply-adds of convolutions one launch may simulate: above about 1 G the
-    # simulated machine runs out of workspace slabs ("Slab alloc null", then no progress:
-    # #57 at full shape in launches of 4 samples, 1.2 G; one sample, 0.3 G, passes; #63 in
-    # launches of 8, 0.9 G, passes).
+    # The most multiply-adds of convolutions one launch may simulate. pypto's simulated
+    # machine can run out of workspace slabs ("Slab alloc null", then no progress): #57 at
+    # full shape fails in launches of 4 samples (1.2 G) and passes in launches of one
+    # (0.3 G); #63 in launches of 8 (0.9 G) passes. Not the whole cause: #80 (padded, 256 x
+    # 256) fails even as one sample (0.19 G).
     max_conv_macs_per_launch: int
     min_contiguous_bytes: int  # wanted bytes along the last axis of a tile
     reduce_align_bytes: int  # the reduced tensor's last-axis tile must be a multiple
