@@ -182,7 +182,6 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
             conv.span,
             note="ptodsl blocks the first spatial axis only",
         )
-    chunk = conv_rows_per_block(geometry, target)
     strided = sum(step > 1 for step in geometry.stride)
     if len(geometry.spatial) + 1 + strided > target.max_rank:
         raise SpecError(
@@ -227,6 +226,9 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     if back[-1] and geometry.stride[-1] == 1:  # a strided axis stays whole strides long
         back = (*back[:-1], ceil_div(back[-1], granule) * granule)
     front, skip = tuple(front), tuple(skip)
+    # the taps view a padded copy of each sample (materialise: padded_input) or the input
+    pads = any(front) or any(back) or any(g > 1 for g in geometry.inserted) or strided > 0
+    chunk = conv_rows_per_block(geometry, target, pads)
     rows = ir.Loop(
         geometry.out[0] // chunk, chunk, geometry.out[0] % chunk, axis=_conv_rows_axis(geometry)
     )
@@ -270,11 +272,20 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles, vector)
 
 
-def conv_rows_per_block(geometry: ir.ConvGeometry, target: Target) -> int:
+# Columns of a block whose taps view a padded (kernel-local) input: pypto's simulated
+# machine runs out of workspace slabs ("Slab alloc null") on #80's 65024 and #71's 33540;
+# #57's 16900 run.
+PADDED_BLOCK_COLUMNS = 1 << 14
+
+
+def conv_rows_per_block(geometry: ir.ConvGeometry, target: Target, pads: bool = False) -> int:
     """Output rows per block: within the target's block size and, for the cube, the
     operand [C_in/groups, rows * rest] within PyPTO's inner-axis limit (#87's 256 x 256
-    outputs in one block are 65536 columns: pypto refuses them)."""
+    outputs in one block are 65536 columns: pypto refuses them), and within
+    PADDED_BLOCK_COLUMNS when the taps view a padded input."""
     columns = None if geometry.depthwise else target.max_inner_axis - 1
+    if pads:
+        columns = min(columns or PADDED_BLOCK_COLUMNS, PADDED_BLOCK_COLUMNS)
     return geometry.rows_per_block(target.conv_block_elements, columns)
 
 

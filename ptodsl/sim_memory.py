@@ -81,7 +81,7 @@ def _convolutions(kernel: ir.Kernel) -> list[ir.Op]:
 
 def _conv_iterations(geometry: ir.ConvGeometry) -> int:
     """A convolution's blocks before tiling plans them, at the target's block size."""
-    rows = conv_rows_per_block(geometry, PYPTO_0_2_0)
+    rows = conv_rows_per_block(geometry, PYPTO_0_2_0, pads=True)  # the more blocks
     return geometry.batch * -(-geometry.out[0] // rows)
 
 
