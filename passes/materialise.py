@@ -125,7 +125,7 @@ class _LoopVariables:
     offset: str
 
 
-def _loop_variables(kernel: ir.Kernel) -> _LoopVariables:
+def _loop_variables(kernel: ir.Kernel, index: str = "i", offset: str = "offset") -> _LoopVariables:
     """`i` and `offset`, or `i2`, `offset2`, ... where the spec uses those names (einsum-style
     dims `i`, `j`, `k` are welcome in a spec)."""
 
@@ -135,7 +135,7 @@ def _loop_variables(kernel: ir.Kernel) -> _LoopVariables:
         numbered = (f"{name}{n}" for n in itertools.count(2))
         return next(c for c in itertools.chain((name,), numbered) if c not in taken)
 
-    return _LoopVariables(free("i"), free("offset"))
+    return _LoopVariables(free(index), free(offset))
 
 
 @attrs.frozen
@@ -561,16 +561,17 @@ class _ConvPhase:
         self.geometry = ir.ConvGeometry.of(conv)
         self.x, self.weight = conv.operands
         assert isinstance(self.x, ir.Ref) and isinstance(self.weight, ir.Ref)
-        shapes = {t.name: t.kernel_shape for t in kernel.inputs}
-        # a convolved value (a `let`) is stored as its convolution computes it
-        self.x_shape = shapes.get(self.x.name, self.x.type.shape)
-        self.weight_shape = shapes[self.weight.name]
+        self.weight_shape = next(
+            t.kernel_shape for t in kernel.inputs if t.name == self.weight.name
+        )
         stmt = self.stmt
         self.destination = stmt.name if isinstance(stmt, ir.Let) else stmt.output
         self.loop_name = loop_name
         self.rows_variables = variables
         # the batch loop's variables: free names beside the rows loop's
-        self.batch = _LoopVariables(f"{variables.index}_batch", f"{variables.offset}_batch")
+        self.batch = _loop_variables(
+            kernel, f"{variables.index}_batch", f"{variables.offset}_batch"
+        )
         self.lead = () if self.geometry.merges_batch else (1,)
 
     def typed(self, shape: tuple[int, ...]) -> ir.TensorType:
@@ -590,7 +591,8 @@ class _ConvPhase:
         return (self.batch.offset, first)
 
     def instructions(self) -> tuple[ir.Instruction, ...]:
-        code: list[ir.Instruction] = [ir.SetCubeTiles(*self.plan.cube)]
+        # the vector cores' depthwise path runs no matmul
+        code: list[ir.Instruction] = [] if self.plan.vector else [ir.SetCubeTiles(*self.plan.cube)]
         if isinstance(self.stmt, ir.Let):
             code.append(ir.Allocate(self.destination, self.conv.type, self.stmt.span))
         code += self.tap_columns() if self.plan.vector else self.tap_weights()
