@@ -34,21 +34,12 @@ class _Mixes(Exception):
     """An op combines different indices of the launch axis: the kernel stays whole."""
 
 
-def _conv_macs(kernel: ir.Kernel) -> int:
-    return sum(
-        ir.ConvGeometry.of(node).macs
-        for stmt in kernel.body
-        for node in ir.walk(stmt.value)
-        if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv)
-    )
-
-
 def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     budget = ctx.target.verify_memory_budget
     macs = ctx.target.max_conv_macs_per_launch
 
     def fits(block: ir.Kernel) -> bool:
-        return sim_memory.verification_bytes(block) <= budget and _conv_macs(block) <= macs
+        return sim_memory.verification_bytes(block) <= budget and ir.convolution_macs(block) <= macs
 
     whole = sim_memory.verification_bytes(kernel)
     if fits(kernel):
@@ -72,7 +63,7 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     assert block.launches is not None
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
-    work = _conv_macs(kernel)
+    work = ir.convolution_macs(kernel)
     convolutions = (
         f"; {work / 1e9:.1f} G convolution multiply-adds, at most {macs / 1e9:.1f} G per launch"
         if work > macs

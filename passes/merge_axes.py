@@ -137,15 +137,6 @@ def _cube_groups(matmuls: list[ir.Op], shapes: list[tuple[int, ...]]) -> list[li
     return [rows, [rank - 1]]
 
 
-def _convs(kernel: ir.Kernel) -> list[ir.Op]:
-    return [
-        node
-        for stmt in kernel.body
-        for node in ir.walk(stmt.value)
-        if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONV
-    ]
-
-
 def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple[int, ...]]):
     """A 3-D convolution's result has rank 5: its batch and channel axes merge (PyPTO has
     rank 4), which every value of the kernel must allow (none broadcasts along one only)."""
@@ -206,7 +197,7 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     matmuls = _matmuls(kernel)
     # The first operands of tensor-by-matrix products: viewed as [rows, K] by `forward`.
     row_merged = {m.operands[0].name for m in matmuls if _by_matrix(m)}
-    convs = _convs(kernel)
+    convs = ir.convolutions(kernel)
     convolved = convolved_values(kernel)
     opaque |= convolved
     if opaque:

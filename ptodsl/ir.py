@@ -567,6 +567,21 @@ def op(name: str, *operands: Expr, span: Span) -> Op:
     return Op(name, operands, elementwise_type(operands), span)
 
 
+def convolutions(kernel: Kernel) -> list[Op]:
+    """Every convolution (forward or transposed) in the kernel's statements."""
+    return [
+        node
+        for stmt in kernel.body
+        for node in walk(stmt.value)
+        if isinstance(node, Op) and isinstance(node.attrs, Conv)
+    ]
+
+
+def convolution_macs(kernel: Kernel) -> int:
+    """The multiply-adds of the kernel's convolutions."""
+    return sum(ConvGeometry.of(conv).macs for conv in convolutions(kernel))
+
+
 def op_reshape(value: Expr, shape: tuple[int, ...]) -> Op:
     """`value`'s elements seen as `shape`."""
     assert isinstance(value.type, TensorType)

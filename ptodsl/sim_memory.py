@@ -57,7 +57,7 @@ def iterations(kernel: ir.Kernel) -> int:
     convolution runs one per block of rows of each batch element (its batch loop holds its
     rows loop): before tiling, as many as blocks of the target's size make."""
     if kernel.schedule is None:
-        convolutions = _convolutions(kernel)
+        convolutions = ir.convolutions(kernel)
         if not convolutions:
             return ASSUMED_ITERATIONS
         return sum(_conv_iterations(ir.ConvGeometry.of(conv)) for conv in convolutions)
@@ -68,15 +68,6 @@ def iterations(kernel: ir.Kernel) -> int:
             rows = phase.conv.rows
             count += phase.conv.batch * (rows.count + (rows.tail > 0))
     return max(1, count)
-
-
-def _convolutions(kernel: ir.Kernel) -> list[ir.Op]:
-    return [
-        node
-        for stmt in kernel.body
-        for node in ir.walk(stmt.value)
-        if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONV
-    ]
 
 
 def _conv_iterations(geometry: ir.ConvGeometry) -> int:
@@ -92,7 +83,7 @@ def verification_bytes(kernel: ir.Kernel) -> float:
         WINDOW_COPIES_PER_TENSOR_BYTE
         if has_window(kernel)
         else CONV_COPIES_PER_TENSOR_BYTE
-        if _convolutions(kernel)
+        if ir.convolutions(kernel)
         else COPIES_PER_TENSOR_BYTE
     )
     copies += COPIES_PER_ITERATION * iterations(kernel)

@@ -61,7 +61,7 @@ def test_spec_means_what_the_problem_computes(number):
     kernel = compiled.kernel
     rescale = None
     elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
-    if elements > FULL_SHAPE_ELEMENTS or convolution_macs(kernel) > FULL_SHAPE_MACS:
+    if elements > FULL_SHAPE_ELEMENTS or ir.convolution_macs(kernel) > FULL_SHAPE_MACS:
         compiled, rescale = compile_spec(spec, CI_DIMS[spec.stem]), ci_rescale(number)
     case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seed=0, rescale=rescale)
     ours = evaluate_reference(compiled, case.inputs, case.init_kwargs, case.forward_scalars)
@@ -75,15 +75,6 @@ def test_spec_means_what_the_problem_computes(number):
 # ... and above this many multiply-adds of its convolutions in float64 (#58 at full shape:
 # 39 G, about a minute of torch on one core).
 FULL_SHAPE_MACS = 1 << 30
-
-
-def convolution_macs(kernel):
-    return sum(
-        ir.ConvGeometry.of(node).macs
-        for stmt in kernel.body
-        for node in ir.walk(stmt.value)
-        if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv)
-    )
 
 
 def ci_rescale(number):
