@@ -1,4 +1,5 @@
-"""Split a kernel too big to verify into launches along its outputs' axis 0.
+"""Split a kernel too big to verify into launches along its outputs' axis 0 (and a
+convolution's output channels).
 
 pypto's SIM verification keeps several copies of every tensor a launch touches and frees
 nothing until the next launch (`ptodsl.sim_memory`): a 16384 x 16384 output needs about
@@ -7,7 +8,8 @@ kernel computes each index of the outputs' axis 0 from the same index of some in
 from the whole of the others, `forward` launches the kernel on consecutive chunks of that
 axis instead (a convolution's batch). Any op that mixes indices along the axis (a
 reduction, scan, window, crop or contraction over it, a transpose that moves it) keeps the
-kernel whole.
+kernel whole. A convolution whose one sample is still too big runs each sample in launches
+of consecutive output channels, each on those channels' weights.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     except _Mixes as reason:
         return _noted(kernel, whole, budget, str(reason))
     assert block.launches is not None
+    if not fits(block) and block.launches.chunk == 1:
+        block = _split_channels(block, fits)
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
     work = ir.convolution_macs(kernel)
@@ -69,8 +73,12 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         if work > macs
         else ""
     )
+    channels = block.launches.channels
+    within = (
+        "" if channels is None else f", each {channels.count} of {channels.chunk} output channels"
+    )
     decision = (
-        f"launches: {block.launches.count} of {block.launches.chunk} along axis 0 "
+        f"launches: {block.launches.count} of {block.launches.chunk} along axis 0{within} "
         f"(verification needs ~{whole / sim_memory.GIB:.1f} GiB in one launch, "
         f"~{estimate:.1f} GiB per launch; budget {budget / sim_memory.GIB:.0f} GiB{over}"
         f"{convolutions})"
@@ -119,23 +127,95 @@ def _shrunk(kernel: ir.Kernel, sliced: tuple[str, ...], chunk: int) -> ir.Kernel
             raise _Mixes(f"output `{stmt.output}` does not follow the sliced inputs' first axis")
         body.append(attrs.evolve(stmt, value=value))
     extent = kernel.outputs[0].type.shape[0]
-
-    def one_launch(tensor):
-        shape = (chunk, *tensor.type.shape[1:])
-        declared = None if tensor.declared is None else (chunk, *tensor.declared[1:])
-        return attrs.evolve(
-            tensor,
-            type=attrs.evolve(tensor.type, shape=shape),
-            dims=(chunk, *tensor.dims[1:]),
-            declared=declared,
-        )
-
     return attrs.evolve(
         kernel,
-        inputs=tuple(one_launch(t) if t.name in sliced else t for t in kernel.inputs),
-        outputs=tuple(one_launch(o) for o in kernel.outputs),
+        inputs=tuple(_cut(t, 0, chunk) if t.name in sliced else t for t in kernel.inputs),
+        outputs=tuple(_cut(o, 0, chunk) for o in kernel.outputs),
         body=tuple(body),
         launches=ir.Launches(count=extent // chunk, chunk=chunk, sliced=sliced),
+    )
+
+
+def _cut(tensor, axis: int, chunk: int):
+    """`tensor` as one launch sees it: `chunk` long along `axis`."""
+
+    def cut(shape):
+        return (*shape[:axis], chunk, *shape[axis + 1 :])
+
+    declared = None if tensor.declared is None else cut(tensor.declared)
+    return attrs.evolve(
+        tensor,
+        type=attrs.evolve(tensor.type, shape=cut(tensor.type.shape)),
+        dims=cut(tensor.dims),
+        declared=declared,
+    )
+
+
+def _split_channels(block: ir.Kernel, fits) -> ir.Kernel:
+    """One sample per launch still too big: when every output is a convolution's (groups 1)
+    of a sliced input with a weight input, and the kernel computes nothing else, each sample
+    runs in launches of consecutive output channels, each on that chunk of the weights
+    (the fewest that fit, else one channel per launch). Otherwise `block` as it was."""
+    assert block.launches is not None
+    inputs = {t.name for t in block.inputs}
+    weights = []
+    for stmt in block.body:
+        conv = stmt.value
+        if not (
+            isinstance(stmt, ir.Store)
+            and isinstance(conv, ir.Op)
+            and conv.op == "conv"
+            and conv.attrs.groups == 1  # type: ignore[union-attr]
+        ):
+            return block
+        x, weight = conv.operands
+        if not (
+            isinstance(x, ir.Ref)
+            and x.name in block.launches.sliced
+            and isinstance(weight, ir.Ref)
+            and weight.name in inputs
+        ):
+            return block
+        weights.append(weight.name)
+    extents = {o.type.shape[1] for o in block.outputs}
+    if len(extents) != 1:
+        return block
+    (extent,) = extents
+    cut = block
+    for count in _divisors(extent)[1:]:
+        cut = _channels_cut(block, tuple(dict.fromkeys(weights)), extent // count)
+        if fits(cut):
+            break
+    return cut
+
+
+def _channels_cut(block: ir.Kernel, weights: tuple[str, ...], chunk: int) -> ir.Kernel:
+    """`block` on `chunk` output channels: axis 0 of the weights, axis 1 of the outputs."""
+    assert block.launches is not None
+
+    def conv(stmt: ir.Stmt) -> ir.Stmt:
+        node = stmt.value
+        assert isinstance(node, ir.Op)
+        x, weight = node.operands
+        weight = attrs.evolve(
+            weight, type=attrs.evolve(weight.type, shape=(chunk, *weight.type.shape[1:]))
+        )
+        shape = node.type.shape  # type: ignore[union-attr]
+        value = attrs.evolve(
+            node,
+            operands=(x, weight),
+            type=attrs.evolve(node.type, shape=(shape[0], chunk, *shape[2:])),
+        )
+        return attrs.evolve(stmt, value=value)
+
+    extent = block.outputs[0].type.shape[1]
+    channels = ir.ChannelLaunches(count=extent // chunk, chunk=chunk, weights=weights)
+    return attrs.evolve(
+        block,
+        inputs=tuple(_cut(t, 0, chunk) if t.name in weights else t for t in block.inputs),
+        outputs=tuple(_cut(o, 1, chunk) for o in block.outputs),
+        body=tuple(conv(stmt) for stmt in block.body),
+        launches=attrs.evolve(block.launches, channels=channels),
     )
 
 

@@ -595,7 +595,7 @@ class _ConvPhase:
         code: list[ir.Instruction] = [] if self.plan.vector else [ir.SetCubeTiles(*self.plan.cube)]
         if isinstance(self.stmt, ir.Let):
             code.append(ir.Allocate(self.destination, self.conv.type, self.stmt.span))
-        code += self.tap_columns() if self.plan.vector else self.tap_weights()
+        code += self.tap_columns() if self.plan.vector else self.group_weights()
         source, body = self.padded_input()
         rows = _looped(
             f"{self.loop_name}_rows",
@@ -616,53 +616,71 @@ class _ConvPhase:
         )
         return tuple(code)
 
-    def tap_weights(self) -> list[ir.Instruction]:
-        """Each tap's [C_out, C_in/groups] matrix (a row of the transposed weight), and each
-        group's rows of it; a transposed convolution's [C_in, C_out/groups], which its
-        matmuls read transposed."""
+    def group_weights(self) -> list[ir.Instruction]:
+        """Each group's [C_out/groups, K] matrix of the weight, its columns in the order the
+        taps' views are stacked (input channel major, then the weight's tap): a row block of
+        the weight seen as [C_out, K], or a transposed convolution's [C_in/groups, C_out /
+        groups, taps] exchanged to [C_out/groups, C_in/groups, taps]."""
         geometry, span = self.geometry, self.stmt.span
         cig, cog = geometry.group_in, geometry.group_out
-        groups = geometry.attributes.groups
-        # the weight's leading axis, and a group's rows of it
-        rows, part_rows = (
-            (geometry.in_channels, cig) if geometry.transposed else (geometry.out_channels, cog)
-        )
-        columns = self.weight_shape[0] // rows
-        taps = len(geometry.taps)
-        width = rows * columns
-        by_tap = self.ref(ir.generated_name("taps", self.weight.name), (taps, width))
+        taps, stacked = len(geometry.taps), geometry.stacked
         weight = self.ref(self.weight.name, self.weight_shape)
-        code: list[ir.Instruction] = [
-            self.tile(self.weight_shape, "the weight, one tap per row"),
-            ir.Assign(
-                by_tap.name, ir.Op("swap", (weight,), by_tap.type, span, ir.Swap(0, 1)), span
-            ),
-            self.tile((1, width), "each tap's matrix"),
-        ]
         self.weights: dict[tuple[int, int], ir.Ref] = {}
-        for tap in range(taps):
-            row = ir.Op(
-                "slice",
-                (by_tap,),
-                self.typed((1, width)),
-                span,
-                ir.Slice((tap, 0), (tap + 1, None)),
+        code: list[ir.Instruction] = [self.tile(self.weight_shape, "the weight")]
+        if not geometry.transposed:
+            whole = self.ref(
+                ir.generated_name("matrix", self.weight.name), (geometry.out_channels, stacked)
             )
-            matrix = self.ref(ir.generated_name(f"tap{tap}", self.weight.name), (rows, columns))
-            code.append(ir.Assign(matrix.name, ir.op_reshape(row, matrix.type.shape), span))
-            for group in range(groups):
-                if groups == 1:
-                    self.weights[tap, group] = matrix
-                    continue
-                part = self.ref(
-                    ir.generated_name(f"tap{tap}g{group}", self.weight.name), (part_rows, columns)
-                )
-                cut = ir.Slice((group * part_rows, 0), ((group + 1) * part_rows, None))
-                code.append(
-                    ir.Assign(part.name, ir.Op("slice", (matrix,), part.type, span, cut), span)
-                )
-                self.weights[tap, group] = part
+            code.append(ir.Assign(whole.name, ir.op_reshape(weight, whole.type.shape), span))
+            for group in range(geometry.attributes.groups):
+                self.weights[0, group] = self.group_rows(whole, group, cog, "matrix")
+                code += self.assigned(self.weights[0, group], whole, group, cog)
+            return code
+        by_input = self.ref(
+            ir.generated_name("channels", self.weight.name), (geometry.in_channels, cog, taps)
+        )
+        code.append(ir.Assign(by_input.name, ir.op_reshape(weight, by_input.type.shape), span))
+        for group in range(geometry.attributes.groups):
+            part = self.group_rows(by_input, group, cig, "channels")
+            code += self.assigned(part, by_input, group, cig)
+            exchanged = self.ref(
+                ir.generated_name(f"exchanged{group}", self.weight.name), (cog, cig, taps)
+            )
+            matrix = self.ref(ir.generated_name(f"matrix{group}", self.weight.name), (cog, stacked))
+            code += [
+                self.tile(part.type.shape, f"group {group}: the weight, exchanged"),
+                ir.Assign(
+                    exchanged.name,
+                    ir.Op("swap", (part,), exchanged.type, span, ir.Swap(0, 1)),
+                    span,
+                ),
+                self.tile(exchanged.type.shape, f"group {group}: the weight's matrix"),
+                ir.Assign(matrix.name, ir.op_reshape(exchanged, matrix.type.shape), span),
+            ]
+            self.weights[0, group] = matrix
         return code
+
+    def group_rows(self, whole: ir.Ref, group: int, rows: int, what: str) -> ir.Ref:
+        """The name and type of group `group`'s `rows` leading rows of `whole` (itself when
+        there is one group)."""
+        if self.geometry.attributes.groups == 1:
+            return whole
+        name = ir.generated_name(f"{what}g{group}", self.weight.name)
+        return self.ref(name, (rows, *whole.type.shape[1:]))
+
+    def assigned(self, part: ir.Ref, whole: ir.Ref, group: int, rows: int) -> list[ir.Instruction]:
+        """`part`, group `group`'s rows of `whole`, cut (nothing when it is `whole`)."""
+        if part is whole:
+            return []
+        rank = len(whole.type.shape)
+        cut = ir.Slice(
+            (group * rows, *(0,) * (rank - 1)), ((group + 1) * rows, *(None,) * (rank - 1))
+        )
+        return [
+            ir.Assign(
+                part.name, ir.Op("slice", (whole,), part.type, self.stmt.span, cut), self.stmt.span
+            )
+        ]
 
     def tap_columns(self) -> list[ir.Instruction]:
         """A depthwise convolution's weight [C, taps]: each tap's column [C, 1]."""
@@ -804,45 +822,78 @@ class _ConvPhase:
 
     def block(self, place: _Place, source: ir.Ref | None) -> list[ir.Instruction]:
         """One block of output rows of the loop's batch element: per group, every tap's
-        view of the input as a matrix, times the tap's weight on the cube; the products
-        summed and assembled into the result. A depthwise convolution on the vector cores
-        takes every channel at once: each tap's view times the tap's column, summed."""
+        view of the input stacked into one [K, columns] matrix, times the group's weight
+        matrix on the cube, assembled into the result. A depthwise convolution on the
+        vector cores takes every channel at once: each tap's view times the tap's column,
+        summed."""
+        if self.plan.vector:
+            return self.vector_block(place, source)
         geometry, span = self.geometry, self.stmt.span
         rows, rest = place.rows, geometry.out[1:]
         columns = rows * math.prod(rest)
-        channels = geometry.out_channels if self.plan.vector else geometry.group_in
-        out_channels = geometry.out_channels if self.plan.vector else geometry.group_out
-        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead, channels)
+        cig, taps = geometry.group_in, len(geometry.taps)
+        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead, cig)
+        # the views in the weight matrix's column order: a transposed convolution's flipped
+        in_weight_order = sorted(geometry.taps, key=geometry.tap_weight)
         code: list[ir.Instruction] = []
-        for group in range(1 if self.plan.vector else geometry.attributes.groups):
+        for group in range(geometry.attributes.groups):
             code.append(self.tile(tap_shape, f"group {group}: the taps' views"))
-            total: ir.Expr | None = None
-            for number, tap in enumerate(geometry.taps):
+            piece_shape = (cig, 1, columns) if taps > 1 else (cig, columns)
+            pieces = []
+            for number, tap in enumerate(in_weight_order):
                 view = self.tap_view(place, source, tap, number, group, tap_shape)
-                matrix = self.ref(place.named(f"col{number}g{group}"), (channels, columns))
+                piece = self.ref(place.named(f"col{number}g{group}"), piece_shape)
                 code += [
                     view,
-                    ir.Assign(
-                        matrix.name, ir.op_reshape(self.viewed(view), matrix.type.shape), span
+                    ir.Assign(piece.name, ir.op_reshape(self.viewed(view), piece_shape), span),
+                ]
+                pieces.append(piece)
+            matrix = pieces[0]
+            if taps > 1:
+                stack = self.ref(place.named(f"stack{group}"), (cig, taps, columns))
+                code += [
+                    ir.Allocate(stack.name, stack.type, span),
+                    self.tile(stack.type.shape, f"group {group}: the taps' views stacked"),
+                    *(
+                        ir.Assemble(piece.name, stack.name, (0, position, 0))
+                        for position, piece in enumerate(pieces)
                     ),
                 ]
-                weight = self.weights[geometry.tap_weight(tap), group]
-                if self.plan.vector:
-                    term: ir.Expr = ir.op("mul", matrix, weight, span=span)
-                else:
-                    term = self.ref(place.named(f"prod{number}g{group}"), (out_channels, columns))
-                    matmul = ir.Op(
-                        "matmul",
-                        (weight, matrix),
-                        term.type,
-                        span,
-                        ir.Transposes(geometry.transposed, False),
-                    )
-                    code.append(ir.Assign(term.name, matmul, span))
-                total = term if total is None else ir.op("add", total, term, span=span)
-            assert total is not None
-            code += self.assembled(place, total, group, (out_channels, columns))
+                matrix = self.ref(place.named(f"matrix{group}"), (geometry.stacked, columns))
+                code.append(ir.Assign(matrix.name, ir.op_reshape(stack, matrix.type.shape), span))
+            product = self.ref(place.named(f"prod{group}"), (geometry.group_out, columns))
+            matmul = ir.Op(
+                "matmul",
+                (self.weights[0, group], matrix),
+                product.type,
+                span,
+                ir.Transposes(False, False),
+            )
+            code.append(ir.Assign(product.name, matmul, span))
+            code += self.assembled(place, product, group, product.type.shape)
         return code
+
+    def vector_block(self, place: _Place, source: ir.Ref | None) -> list[ir.Instruction]:
+        """A depthwise block on the vector cores: each tap's view of every channel times the
+        tap's column of the weight, summed."""
+        geometry, span = self.geometry, self.stmt.span
+        rows, rest = place.rows, geometry.out[1:]
+        columns = rows * math.prod(rest)
+        channels = geometry.out_channels
+        tap_shape = geometry.tap_view(rows, () if source is not None else self.lead, channels)
+        code: list[ir.Instruction] = [self.tile(tap_shape, "the taps' views")]
+        total: ir.Expr | None = None
+        for number, tap in enumerate(geometry.taps):
+            view = self.tap_view(place, source, tap, number, 0, tap_shape)
+            matrix = self.ref(place.named(f"col{number}g0"), (channels, columns))
+            code += [
+                view,
+                ir.Assign(matrix.name, ir.op_reshape(self.viewed(view), matrix.type.shape), span),
+            ]
+            term = ir.op("mul", matrix, self.weights[geometry.tap_weight(tap), 0], span=span)
+            total = term if total is None else ir.op("add", total, term, span=span)
+        assert total is not None
+        return code + self.assembled(place, total, 0, (channels, columns))
 
     def tap_view(
         self,
@@ -877,13 +928,15 @@ class _ConvPhase:
         span, rest = self.stmt.span, self.geometry.out[1:]
         channels = summed_shape[0]
         result_shape = (*self.lead, channels, place.rows, *rest)
-        summed = self.ref(place.named(f"sum{group}"), summed_shape)
         part = self.ref(place.named(f"part{group}"), result_shape)
-        value = ir.op("clone", total, span=span) if isinstance(total, ir.Ref) else total
         first = (*self.channel(group * channels, self.geometry.out_channels), place.offset)
+        code: list[ir.Instruction] = []
+        summed = total
+        if not isinstance(total, ir.Ref):  # the vector cores' sum of the taps' products
+            summed = self.ref(place.named(f"sum{group}"), summed_shape)
+            code += [self.tile(summed_shape, "the taps' sum"), ir.Assign(summed.name, total, span)]
         return [
-            self.tile(summed_shape, f"group {group}: the taps' sum"),
-            ir.Assign(summed.name, value, span),
+            *code,
             self.tile(result_shape, f"group {group}: the block"),
             ir.Assign(part.name, ir.op_reshape(summed, result_shape), span),
             ir.Assemble(part.name, self.destination, (*first, *(0,) * len(rest))),

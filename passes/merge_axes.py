@@ -161,7 +161,8 @@ def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple
 def _conv_layouts(convs: list[ir.Op], kernel: ir.Kernel) -> dict[str, tuple[tuple, ...]]:
     """The layouts a convolution reads its operands in: the input as declared (batch and
     channels as one axis when the input has rank 5), the weight as [C_out * C_in/groups,
-    taps], so that the kernel can take each tap's matrix as one row of its transpose."""
+    taps]: the kernel reads it as its groups' [C_out/groups, C_in/groups * taps] matrices, or
+    a transposed convolution's as [C_in, C_out/groups, taps]."""
     inputs = {t.name: t for t in kernel.inputs}
     layouts: dict[str, tuple[tuple, ...]] = {}
     for conv in convs:

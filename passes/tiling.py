@@ -252,25 +252,31 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
                 conv.span,
                 note="ptodsl loops over the batch and the output's first spatial axis only",
             )
+    if geometry.stacked >= target.max_inner_axis:
+        raise SpecError(
+            f"a convolution's taps stack {geometry.stacked} rows (input channels per group "
+            f"times taps): PyPTO's cube takes fewer than {target.max_inner_axis}",
+            conv.span,
+            note="use fewer input channels per group or a smaller kernel",
+        )
+    stacked = geometry.stacked
     product = ir.Op(
         "matmul",
         (
-            ir.Ref(
-                "_w",
-                ir.TensorType((geometry.group_out, geometry.group_in), conv.type.dtype),
-                conv.span,
-            ),
-            ir.Ref(
-                "_x", ir.TensorType((geometry.group_in, chunk * rest), conv.type.dtype), conv.span
-            ),
+            ir.Ref("_w", ir.TensorType((geometry.group_out, stacked), conv.type.dtype), conv.span),
+            ir.Ref("_x", ir.TensorType((stacked, chunk * rest), conv.type.dtype), conv.span),
         ),
         ir.TensorType((geometry.group_out, chunk * rest), conv.type.dtype),
         conv.span,
         ir.Transposes(False, False),
     )
-    cube = choose_cube_tile(product, target)
+    # A block's columns are many: 256-wide blocks still leave every cube core several
+    # (#62 at 128 x 126 outputs, 64 channels: 54 us against 71 with 64-wide ones).
+    cube = choose_cube_tile(product, target, wide=chunk * rest >= WIDE_BLOCK_COLUMNS)
     return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles, vector)
 
+
+WIDE_BLOCK_COLUMNS = 1 << 12
 
 # Columns of a block whose taps view a padded (kernel-local) input: pypto's simulated
 # machine runs out of workspace slabs ("Slab alloc null") on #80's 65024 and #71's 33540;
@@ -307,10 +313,15 @@ def conv_shapes(
     taps = len(geometry.taps)
     # the input's batch element and the result's block keep a leading 1 unless merged
     lead = () if geometry.merges_batch else (1,)
-    # the weight, transposed so that each tap's matrix is a row (a depthwise convolution on
-    # the vector cores reads each tap's column as it is)
-    shapes = [(co * cig, taps)] if vector else [(co * cig, taps), (1, co * cig)]
-    exchanged = set() if vector else {(co * cig, taps)}
+    # the weight as the cube's [C_out/groups, K] matrices: read as [C_out, K], or a
+    # transposed convolution's [C_in, C_out/groups, taps] exchanged per group to [C_out /
+    # groups, C_in/groups, taps] (a depthwise convolution on the vector cores reads each tap's
+    # column of the weight as it is)
+    shapes = [(co * cig, taps)]
+    exchanged = set()
+    if geometry.transposed:
+        shapes += [(cig, cog, taps), (cog, cig, taps)]
+        exchanged.add((cig, cog, taps))
     inserts = any(gap > 1 for gap in geometry.inserted)
     strided = any(step > 1 for step in geometry.stride)
     if any(front) or any(back) or inserts or strided:
@@ -340,13 +351,15 @@ def conv_shapes(
     for block in (rows.chunk, rows.tail):
         if not block:
             continue
-        # all channels at once, or a group's
+        # all channels at once, or a group's with its taps' views stacked
         channels, out_channels = (co, co) if vector else (cig, cog)
-        shapes += [
-            geometry.tap_view(block, lead_taps, channels),
-            (out_channels, block * math.prod(rest)),
-            (*lead, out_channels, block, *rest),
-        ]
+        columns = block * math.prod(rest)
+        shapes.append(geometry.tap_view(block, lead_taps, channels))
+        if vector:  # the taps' products summed
+            shapes.append((out_channels, columns))
+        elif taps > 1:
+            shapes.append((cig, taps, columns))
+        shapes.append((*lead, out_channels, block, *rest))
     return [(shape, shape in exchanged) for shape in dict.fromkeys(shapes)]
 
 
@@ -454,11 +467,14 @@ def _matrix_tile(matmul: ir.Op, target: Target) -> tuple[int, ...]:
     return choose_tile(frame_value.type.shape, a.type.dtype.itemsize, target, None)
 
 
-def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ...]:
+def choose_cube_tile(
+    matmul: ir.Op, target: Target, wide: bool = False
+) -> tuple[tuple[int, int], ...]:
     """[m L0, m L1], [k L0, k L1], [n L0, n L1] for `set_cube_tile_shapes`, from the shapes
     and the buffer sizes (measured on the #1, #17 and #3 shapes: 128 x 256 output blocks with
     k streamed 64 / 256 beat 128 x 128 blocks by 40%; small products want narrower n blocks
-    for more parallel blocks). Extents are multiples of 16, cut down for small matrices."""
+    for more parallel blocks; `wide` asks for 256-column blocks regardless). Extents are
+    multiples of 16, cut down for small matrices."""
     a, _ = matmul.operands
     m, n = ir.product_shape(matmul)[-2:]
     k = a.type.shape[-2] if matmul.attrs.a_trans else a.type.shape[-1]
@@ -468,7 +484,8 @@ def choose_cube_tile(matmul: ir.Op, target: Target) -> tuple[tuple[int, int], ..
         return min(preferred, ceil_div(size, target.cube_align) * target.cube_align)
 
     m_tile = _cube_extent(m, 128)
-    n_tile = _cube_extent(n, 256 if math.prod(ir.product_shape(matmul)) >= 1 << 20 else 64)
+    wide = wide or math.prod(ir.product_shape(matmul)) >= 1 << 20
+    n_tile = _cube_extent(n, 256 if wide else 64)
     k_l0 = _cube_extent(k, 64)
     k_l1 = k_l0  # the longest k stream (a multiple of k L0) whose A and B tiles fit L1
     for size in (512, 256, 128):

@@ -664,9 +664,10 @@ def _goldens(case: Case, compiled: Compiled) -> list[torch.Tensor]:
     """The expected outputs of the first kernel launch as the kernel writes them, for
     pypto's per-pass comparison."""
     kernel = compiled.kernel
-    expected = case.expected
-    if kernel.launches is not None:
-        expected = tuple(e[: kernel.launches.chunk] for e in expected)
+    expected = tuple(
+        e[tuple(slice(0, cut.chunk) for cut in kernel.launch_cuts(o))]
+        for e, o in zip(case.expected, kernel.outputs, strict=True)
+    )
     return [
         e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
         for e, o in zip(expected, kernel.outputs, strict=True)

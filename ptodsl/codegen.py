@@ -325,9 +325,9 @@ def _model(kernel: ir.Kernel) -> list[str]:
         read = tensor if tensor.twin_of is None else kernel.input(tensor.twin_of)
         value = read.name if read.init is None else f"self.{read.state_name}.detach()"
         name = ir.generated_name("kernel", tensor.name)
-        # A sliced tensor is reshaped per launch, after its launch's chunk is cut.
+        # A cut tensor is reshaped per launch, after its launch's chunk is cut.
         reshape = f".reshape{_arguments_text(tensor.kernel_shape)}"
-        if kernel.is_sliced(tensor):
+        if kernel.launch_cuts(tensor):
             reshape = ""
         lines.append(f"        {name} = {value}.contiguous(){reshape}")
         call.append((tensor, name))
@@ -341,21 +341,39 @@ def _model(kernel: ir.Kernel) -> list[str]:
     if kernel.launches is None:
         lines += emit_call("_launch", [*factory, *(name for _, name in call)], "        ")
     else:
-        launches = kernel.launches
-        count, chunk = launches.count, launches.chunk
-        lines.append(f"        # {count} launches of {chunk} along axis 0: pypto's simulator")
-        lines.append("        # could not verify the whole kernel in one launch.")
-        lines.append(f"        for start in range(0, {launches.extent}, {chunk}):")
-        sliced = [
-            f"{name}[start : start + {chunk}].reshape{_arguments_text(t.kernel_shape)}"
-            if kernel.is_sliced(t)
-            else name
-            for t, name in call
-        ]
-        lines += emit_call("_launch", [*factory, *sliced], "            ")
+        lines += _launch_loops(kernel, factory, call)
     results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
     lines.append(f"        return {', '.join(results)}")
     return lines
+
+
+def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str]:
+    """`forward`'s loops over launches: each launch gets its chunk of every cut tensor (a
+    contiguous view: a channel chunk is cut only within one sample)."""
+    launches = kernel.launches
+    assert launches is not None
+    count, chunk = launches.count, launches.chunk
+    lines = [
+        f"        # {count} launches of {chunk} along axis 0: pypto's simulator",
+        "        # could not verify the whole kernel in one launch.",
+        f"        for start in range(0, {launches.extent}, {chunk}):",
+    ]
+    indent = "            "
+    channels = launches.channels
+    if channels is not None:
+        lines += [
+            f"{indent}# and {channels.count} launches of {channels.chunk} output channels each",
+            f"{indent}for channel in range(0, {channels.extent}, {channels.chunk}):",
+        ]
+        indent += "    "
+    arguments = []
+    for tensor, name in call:
+        cuts = kernel.launch_cuts(tensor)
+        if cuts:
+            index = ", ".join(cut.index_text() for cut in cuts)
+            name = f"{name}[{index}].reshape{_arguments_text(tensor.kernel_shape)}"
+        arguments.append(name)
+    return lines + emit_call("_launch", [*factory, *arguments], indent)
 
 
 # Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.

@@ -439,12 +439,20 @@ class ConvGeometry:
             starts.append(divmod(at, step) if step > 1 else (at,))
         return starts
 
+    @property
+    def stacked(self) -> int:
+        """The cube's K: a group's input channels times the taps, each tap's view of the
+        input stacked under the others into one [K, columns] matrix."""
+        return self.group_in * len(self.taps)
+
     def rows_per_block(self, block_elements: int, max_columns: int | None = None) -> int:
         """Output rows (along the first spatial axis) per block: as many as keep a block's
-        [C/groups, rows * rest] matrices within `block_elements` and, for the cube, their
-        rows * rest columns within `max_columns`; at least one."""
+        matrices ([K, rows * rest] stacked taps and [C_out/groups, rows * rest] on the
+        cube; [C/groups, rows * rest] on the vector cores) within `block_elements` and,
+        for the cube, their rows * rest columns within `max_columns`; at least one."""
         rest = math.prod(self.out[1:])
-        rows = block_elements // (max(self.group_in, self.group_out) * rest)
+        height = self.group_in if self.depthwise else self.stacked
+        rows = block_elements // (max(height, self.group_out) * rest)
         if max_columns is not None:
             rows = min(rows, max_columns // rest)
         return max(1, min(self.out[0], rows))
@@ -807,18 +815,68 @@ class Tuning:
 
 
 @attrs.frozen
-class Launches:
-    """`forward` launches the kernel `count` times, each on `chunk` consecutive indices of
-    axis 0 of every output and of the `sliced` inputs (the other inputs go whole to every
-    launch). The kernel's shapes are one launch's."""
+class ChannelLaunches:
+    """Within each launch along axis 0, `count` launches on `chunk` consecutive output
+    channels: axis 1 of every output and axis 0 of the convolution `weights` (for a
+    convolution whose one sample is still too big to verify)."""
 
     count: int
     chunk: int
-    sliced: tuple[str, ...]
+    weights: tuple[str, ...]
 
     @property
     def extent(self) -> int:
         return self.count * self.chunk
+
+
+@attrs.frozen
+class LaunchCut:
+    """One axis of a tensor that `forward` cuts per launch: the launch loop's `variable`
+    steps over `extent` in chunks of `chunk`."""
+
+    axis: int
+    variable: str
+    chunk: int
+    extent: int
+
+    def index_text(self) -> str:
+        return f"{self.variable} : {self.variable} + {self.chunk}"
+
+
+@attrs.frozen
+class Launches:
+    """`forward` launches the kernel `count` times, each on `chunk` consecutive indices of
+    axis 0 of every output and of the `sliced` inputs (the other inputs go whole to every
+    launch), and each of those `channels.count` times when set. The kernel's shapes are one
+    launch's."""
+
+    count: int
+    chunk: int
+    sliced: tuple[str, ...]
+    channels: ChannelLaunches | None = None
+
+    @property
+    def extent(self) -> int:
+        return self.count * self.chunk
+
+    @property
+    def total(self) -> int:
+        """Launches in all."""
+        return self.count * (1 if self.channels is None else self.channels.count)
+
+    def cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
+        """The axes of `tensor` each launch gets a chunk of, in axis order."""
+        batch = LaunchCut(0, "start", self.chunk, self.extent)
+        channels = self.channels
+        if isinstance(tensor, Output):
+            if channels is None:
+                return (batch,)
+            return (batch, LaunchCut(1, "channel", channels.chunk, channels.extent))
+        if tensor.name in self.sliced:
+            return (batch,)
+        if channels is not None and tensor.name in channels.weights:
+            return (LaunchCut(0, "channel", channels.chunk, channels.extent),)
+        return ()
 
 
 @attrs.frozen
@@ -835,19 +893,16 @@ class Kernel:
     launches: Launches | None = None  # set by the launches pass when one launch is too big
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
 
-    def is_sliced(self, tensor: Tensor) -> bool:
-        """Whether each launch gets only its chunk of `tensor` (every output, some inputs)."""
-        if self.launches is None:
-            return False
-        return isinstance(tensor, Output) or tensor.name in self.launches.sliced
+    def launch_cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
+        """The axes of `tensor` each launch gets only a chunk of (none without launches)."""
+        return () if self.launches is None else self.launches.cuts(tensor)
 
     def forward_shape(self, tensor: Tensor) -> tuple[int, ...]:
-        """The shape `forward` takes or returns: a sliced tensor's is all launches'."""
-        shape = tensor.declared_shape
-        if not self.is_sliced(tensor):
-            return shape
-        assert self.launches is not None
-        return (self.launches.extent, *shape[1:])
+        """The shape `forward` takes or returns: a cut axis is all launches' extent."""
+        shape = list(tensor.declared_shape)
+        for cut in self.launch_cuts(tensor):
+            shape[cut.axis] = cut.extent
+        return tuple(shape)
 
     def input(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
@@ -1002,6 +1057,12 @@ def format_kernel(kernel: Kernel) -> str:
         launches = kernel.launches
         sliced = ", ".join((*launches.sliced, *(o.name for o in kernel.outputs)))
         lines.append(f"  launches {launches.count} x {launches.chunk} along axis 0 of {sliced}")
+        if launches.channels is not None:
+            channels = launches.channels
+            cut = ", ".join((*channels.weights, *(f"{o.name} (axis 1)" for o in kernel.outputs)))
+            lines.append(
+                f"    each in {channels.count} x {channels.chunk} output channels of {cut}"
+            )
     if kernel.dims:
         lines.append("  dims " + ", ".join(f"{d.name} = {d.size}" for d in kernel.dims))
     for param in kernel.params:
@@ -1169,15 +1230,16 @@ class WindowStep:
 class ConvPlan:
     """How a convolution phase runs, as an implicit GEMM on the cube: a loop over the batch
     (`batch` iterations, one element each) around a loop `rows` over the output's first
-    spatial axis. Once, the weight [C_out * C_in/groups, taps] is transposed so that each
-    tap's [C_out, C_in/groups] matrix is one row (a transposed convolution's [C_in,
-    C_out/groups] matrix, read transposed, of the flipped tap). Per batch element the input
-    is spaced (a transposed convolution's stride: zeros between its elements) and padded by
-    `front` and `back` zeros per spatial axis, when any of that applies, into a [C_in,
-    *padded] value; per block of rows and group, each tap's view of it, [C_in/groups, rows, *rest],
-    is one [C_in/groups, rows * rest] matrix that the tap's weight multiplies; the taps'
-    products are summed and the [C_out/groups, rows, *rest] block assembled into the
-    result. `tiles` gives the vector tile of every shape the phase computes on."""
+    spatial axis. Once, each group's [C_out/groups, K] weight matrix is read from the weight
+    [C_out * C_in/groups, taps] (K = C_in/groups * taps; a transposed convolution's [C_in,
+    C_out/groups, taps] is exchanged to [C_out/groups, C_in/groups, taps] first). Per batch
+    element the input is spaced (a transposed convolution's stride: zeros between its
+    elements) and padded by `front` and `back` zeros per spatial axis, when any of that
+    applies, into a [C_in, *padded] value; per block of rows and group, each tap's view of
+    it, [C_in/groups, rows, *rest], is stacked into one [K, rows * rest] matrix (in the
+    weight's tap order: a transposed convolution's flipped), which one matmul multiplies by
+    the group's weight matrix, and the [C_out/groups, rows, *rest] block is assembled into
+    the result. `tiles` gives the vector tile of every shape the phase computes on."""
 
     batch: int
     rows: Loop

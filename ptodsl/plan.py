@@ -103,7 +103,15 @@ def _launches(launches: ir.Launches | None) -> dict | None:
     """How `forward` launches the kernel; the tensor shapes above are one launch's."""
     if launches is None:
         return None
-    return {"count": launches.count, "chunk": launches.chunk, "sliced": list(launches.sliced)}
+    channels = launches.channels
+    return {
+        "count": launches.count,
+        "chunk": launches.chunk,
+        "sliced": list(launches.sliced),
+        "channels": None
+        if channels is None
+        else {"count": channels.count, "chunk": channels.chunk, "weights": list(channels.weights)},
+    }
 
 
 def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:

@@ -86,7 +86,7 @@ def probe_cost(
                     timeout=timeout,
                     trace_dir=trace_dir,
                 )
-                count = kernel.launches.count
+                count = kernel.launches.total
                 return Cost(count * run.sim_time_us, count * run.total_cycles)
         tensors = [
             torch.zeros(t.declared_shape, dtype=TORCH_DTYPES[t.type.dtype])

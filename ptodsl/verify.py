@@ -139,22 +139,33 @@ class _Verifier:
                 self.fail(f"output `{name}` is never stored")
 
     def launches(self) -> None:
-        """Every output, and every input named sliced, holds one launch's chunk on axis 0."""
+        """Every output, and every input named sliced, holds one launch's chunk on each axis
+        the launches cut; output channels are cut only one sample at a time."""
         launches = self.kernel.launches
         if launches is None:
             return
-        if launches.count < 2 or launches.chunk < 1:
-            self.fail(f"launches {launches.count} x {launches.chunk}: not a split")
+        splits = [(launches.count, launches.chunk)]
+        named = list(launches.sliced)
+        if launches.channels is not None:
+            splits.append((launches.channels.count, launches.channels.chunk))
+            named += launches.channels.weights
+            if launches.chunk != 1:
+                self.fail(f"output channels are cut in launches of {launches.chunk} samples")
+        for count, chunk in splits:
+            if count < 2 or chunk < 1:
+                self.fail(f"launches {count} x {chunk}: not a split")
         inputs = {t.name for t in self.kernel.inputs}
-        for name in launches.sliced:
+        for name in named:
             if name not in inputs:
                 self.fail(f"launches slice `{name}`, not an input")
         for tensor in (*self.kernel.inputs, *self.kernel.outputs):
-            if self.kernel.is_sliced(tensor) and tensor.type.shape[:1] != (launches.chunk,):
-                self.fail(
-                    f"`{tensor.name}` is sliced into launches of {launches.chunk}, but its "
-                    f"axis 0 is {list(tensor.type.shape[:1])}"
-                )
+            shape = tensor.type.shape
+            for cut in self.kernel.launch_cuts(tensor):
+                if cut.axis >= len(shape) or shape[cut.axis] != cut.chunk:
+                    self.fail(
+                        f"`{tensor.name}` is cut into launches of {cut.chunk} along axis "
+                        f"{cut.axis}, but its shape is {list(shape)}"
+                    )
 
     def op(self, node: ir.Op, where: str) -> None:
         try:
@@ -550,6 +561,9 @@ class _ProgramVerifier:
         self.reserved = {t.name for t in tensors} | {p.name for p in kernel.params}
         self.outputs = {t.name: ir.TensorType(t.kernel_shape, t.type.dtype) for t in kernel.outputs}
         self.unwritten = set(self.outputs)  # outputs and temporaries not yet written whole
+        # temporaries allocated in a loop's block, one per iteration: the pieces assembled
+        # into each at each iteration, which must tile it before it is read
+        self.local: dict[str, tuple[ir.TensorType, list[list[Box]]]] = {}
         self.where = "program"
         self.phase: ir.Phase | None = None
         self.vector_tiles = self.cube_tiles = False
@@ -612,6 +626,8 @@ class _ProgramVerifier:
                 self.cube_tiles = True
             case ir.Allocate(name, tensor):
                 self.unwritten.add(name)
+                if scope.iterations != [{}]:
+                    self.local[name] = (tensor, [[] for _ in scope.iterations])
                 return [(name, tensor)]
             case ir.View(name, source, tensor, offsets):
                 source_type = self.tensor(source, scope)
@@ -638,7 +654,13 @@ class _ProgramVerifier:
                 elif part_type is not None:
                     what = f"assembled `{part}` in `{into}`"
                     boxes = self.within(what, part_type, into_type, offsets, scope)
-                    scope.pieces.setdefault(into, (into_type, []))[1].extend(boxes)
+                    if into not in self.local:
+                        scope.pieces.setdefault(into, (into_type, []))[1].extend(boxes)
+                    elif len(boxes) != len(self.local[into][1]):
+                        self.fail(f"{what}: assembled from another loop than it is allocated in")
+                    else:
+                        for pieces, box in zip(self.local[into][1], boxes, strict=True):
+                            pieces.append(box)
             case ir.Accumulate():
                 self.accumulate(instruction, scope)
             case ir.BlockLoop():
@@ -654,6 +676,8 @@ class _ProgramVerifier:
         if name not in scope.names:
             self.fail(f"reads `{name}` before it is defined")
             return None
+        if name in self.local:
+            self.local_written(name)
         if name in self.unwritten:
             self.fail(f"reads `{name}` before it is written whole")
         type_ = scope.names[name]
@@ -663,6 +687,8 @@ class _ProgramVerifier:
         for node in ir.walk(value):
             if isinstance(node, ir.Ref):
                 defined = scope.names.get(node.name)
+                if node.name in self.local:
+                    self.local_written(node.name)
                 if defined is None:
                     self.fail(f"reads `{node.name}` before it is defined")
                 elif node.name in self.unwritten:
@@ -676,6 +702,16 @@ class _ProgramVerifier:
             self.fail("a matmul runs before cube tiles are set")
         if any(op != "matmul" for op in tensor_ops) and not self.vector_tiles:
             self.fail("vector work runs before vector tiles are set")
+
+    def local_written(self, name: str) -> None:
+        """A loop block's own temporary, first read: written whole if the pieces assembled
+        into it tile it at every iteration."""
+        whole, per_iteration = self.local.pop(name)
+        for boxes in per_iteration:
+            self.unwritten.add(name)
+            self.covered({name: (whole, boxes)}, "the block")
+            if name in self.unwritten:
+                return
 
     def within(
         self,

@@ -19,8 +19,9 @@ from ptodsl.diagnostics import Source
 from ptodsl.pipeline import lower
 from ptodsl.target import PYPTO_0_2_0
 
-# Blocks of at most 64 elements: a few output rows per block and a tail, at small shapes.
-SMALL_BLOCKS = attrs.evolve(PYPTO_0_2_0, conv_block_elements=64)
+# Blocks of two output rows of PADDED_GROUPED (its taps stack K = 2 channels x 9 taps, over
+# 12 columns a row): a few rows per block and a tail, at small shapes.
+SMALL_BLOCKS = attrs.evolve(PYPTO_0_2_0, conv_block_elements=18 * 12 * 2)
 
 PADDED_GROUPED = """kernel conv_block
 dims N = 2, C = 4, H = 9, W = 10, CO = 4, HO = 7, WO = 12
@@ -56,7 +57,7 @@ weight w: f32[CO, C, 3, 1, 3] = randn
 output y: f32[N, CO, DO, HO, WO]
 y = conv(x, w)
 """,
-        attrs.evolve(PYPTO_0_2_0, conv_block_elements=4 * 25 * 3),
+        attrs.evolve(PYPTO_0_2_0, conv_block_elements=27 * 25 * 3),
     ),
     "transposed_3d_cropped": (
         """kernel conv_t3
@@ -156,23 +157,31 @@ MUTANTS = {
         "pypto.assemble(_tail_part0, [offset_batch, 0, 6, 0], y)",
         "pypto.assemble(_tail_part0, [offset_batch, 0, 5, 0], y)",
     ),
-    # a tap left out of the sum
-    "tap_left_out": (PADDED_GROUPED, "                    + _chunk_prod8g1\n", ""),
+    # a tap's view stacked in the next tap's place too (that tap left out)
+    "tap_stacked_twice": (
+        PADDED_GROUPED,
+        "pypto.assemble(_chunk_col8g1, [0, 8, 0], _chunk_stack1)",
+        "pypto.assemble(_chunk_col7g1, [0, 8, 0], _chunk_stack1)",
+    ),
     # the padding on one end only
     "padding_at_one_end": (
         PADDED_GROUPED,
         "pypto.concat([pypto.concat([_zeros0_x, _input_x], 1), _zeros0_x], 1)",
         "pypto.concat([pypto.concat([_input_x, _zeros0_x], 1), _zeros0_x], 1)",
     ),
-    # a transposed convolution's tap matrices read as they are stored (square per group)
-    "transposed_weight_untransposed": (
+    # a transposed convolution's weight [C_in, C_out/groups] read as it is stored (square
+    # per group), not exchanged
+    "transposed_weight_unexchanged": (
         TRANSPOSED,
-        "a_trans=True",
-        "a_trans=False",
-        18,
+        "pypto.transpose(_channelsg0_w, 0, 1)",
+        "pypto.clone(_channelsg0_w)",
     ),
-    # its kernel not flipped (tap 0's input by tap 0's weight)
-    "transposed_kernel_unflipped": (TRANSPOSED, "_tap8g0_w,", "_tap0g0_w,"),
+    # its kernel not flipped: the weight's first tap times the first tap's input
+    "transposed_kernel_unflipped": (
+        TRANSPOSED,
+        "[2, 12, 14], [0, offset + 2, 8])",
+        "[2, 12, 14], [0, offset, 6])",
+    ),
     # a depthwise tap's view times another tap's weight column (the vector cores' path)
     "depthwise_weight_of_another_tap": (
         CASES["depthwise_then_pointwise"][0],

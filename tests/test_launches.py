@@ -13,6 +13,7 @@ import pytest
 import ptodsl
 from ptodsl import sim_memory
 from ptodsl.checking import run_check
+from ptodsl.passes.launches import _shrunk
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning import probe_cost
 
@@ -63,7 +64,12 @@ def test_a_split_kernel_is_one_launch_and_forward_loops():
     inputs = {t.name: t.type.shape for t in spec.kernel.inputs}
     assert inputs == {"A": (64, 16), "B": (16, 256)}
     assert spec.kernel.outputs[0].type.shape == (64, 256)
-    assert spec.plan["kernels"][0]["launches"] == {"count": 4, "chunk": 64, "sliced": ["A"]}
+    assert spec.plan["kernels"][0]["launches"] == {
+        "count": 4,
+        "chunk": 64,
+        "sliced": ["A"],
+        "channels": None,
+    }
     assert any(d.startswith("launches: 4 of 64") for d in spec.kernel.decisions)
     assert "for start in range(0, 256, 64):" in spec.source
     assert '_expect("A", A, (256, 16), torch.float32)' in spec.source
@@ -123,18 +129,6 @@ WRONG_LAUNCHES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(WRONG_LAUNCHES))
-def test_a_wrong_launch_loop_fails_check(tmp_path, case):
-    spec = compiled(TALL)
-    old, new = WRONG_LAUNCHES[case]
-    assert spec.source.count(old) == 1
-    path = tmp_path / "wrong.py"
-    path.write_text(spec.source.replace(old, new), encoding="utf-8")
-    report = run_check(spec, kernel_path=path)
-    assert not report.ok
-    assert report.outputs[0].mismatched > 0
-
-
 def test_a_launched_kernels_cost_is_one_launch_times_the_count(tmp_path):
     """probe_cost simulates one launch of a launched kernel (its worker then holds one
     launch): the cost model times every launch alike, so it equals the forward's sum."""
@@ -144,3 +138,83 @@ def test_a_launched_kernels_cost_is_one_launch_times_the_count(tmp_path):
     every_launch = probe_cost(spec.lowered, module_path=module)  # forward: all four
     assert probe_cost(spec.lowered) == every_launch
     assert every_launch.sim_time_us > 0
+
+
+CONV = """kernel conv
+dims N = 2, C_in = 3, H = 12, W = 12, C_out = 8, H_out = 10, W_out = 10
+input x: f32[N, C_in, H, W]
+weight conv: conv2d(C_in, C_out, 3, bias=false)
+output y: f32[N, C_out, H_out, W_out]
+y = conv(x)
+"""
+
+
+def channel_launched(text: str = CONV) -> ptodsl.Compiled:
+    """`text` with a budget one sample per launch is just over: each sample then runs in
+    launches of output channels."""
+    whole = ptodsl.compile(text, name="case.pto", tuning=None).lowered.after("twin_operands")
+    per_sample = _shrunk(whole, ("x",), 1)
+    budget = min(map(sim_memory.verification_bytes, (whole, per_sample))) - 1
+    target = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget)
+    return ptodsl.compile(text, name="case.pto", target=target, tuning=None)
+
+
+def test_a_convolution_too_big_per_sample_launches_by_output_channels():
+    spec = channel_launched()
+    launches = spec.kernel.launches
+    assert launches.count == 2 and launches.chunk == 1
+    assert launches.channels == ptodsl.ir.ChannelLaunches(
+        count=2, chunk=4, weights=("conv_weight",)
+    )
+    shapes = {t.name: t.type.shape for t in spec.lowered.after("launches").inputs}
+    assert shapes == {"x": (1, 3, 12, 12), "conv_weight": (4, 3, 3, 3)}
+    assert spec.lowered.after("launches").outputs[0].type.shape == (1, 4, 10, 10)
+    assert spec.plan["kernels"][0]["launches"]["channels"] == {
+        "count": 2,
+        "chunk": 4,
+        "weights": ["conv_weight"],
+    }
+    assert "for channel in range(0, 8, 4):" in spec.source
+    assert "y[start : start + 1, channel : channel + 4]" in spec.source
+    assert "y = torch.empty((2, 8, 10, 10)" in spec.source
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+def test_anything_beside_the_convolution_keeps_its_channels_whole():
+    """A bias added after the convolution reads the weights' channels another way: each
+    sample stays one launch (over the budget, as the decision says)."""
+    text = CONV.replace("bias=false", "bias=true")
+    spec = channel_launched(text)
+    assert spec.kernel.launches.channels is None
+
+
+WRONG_CHANNEL_LAUNCHES = {
+    "the last channels left out": ("range(0, 8, 4)", "range(0, 4, 4)"),
+    "every launch reads the first channels' weights": (
+        "_kernel_conv_weight[channel : channel + 4]",
+        "_kernel_conv_weight[0:4]",
+    ),
+    "every launch writes the first channels": (
+        "y[start : start + 1, channel : channel + 4]",
+        "y[start : start + 1, 0:4]",
+    ),
+}
+
+
+WRONG_LOOPS = {
+    **{case: (lambda: compiled(TALL), *edit) for case, edit in WRONG_LAUNCHES.items()},
+    **{case: (channel_launched, *edit) for case, edit in WRONG_CHANNEL_LAUNCHES.items()},
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_LOOPS))
+def test_a_wrong_launch_loop_fails_check(tmp_path, case):
+    make, old, new = WRONG_LOOPS[case]
+    spec = make()
+    assert spec.source.count(old) == 1
+    path = tmp_path / "wrong.py"
+    path.write_text(spec.source.replace(old, new), encoding="utf-8")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0

@@ -107,7 +107,7 @@ def test_launches_of_generated_specs_compute_the_whole_specs_values():
         parts = []
         for start in range(0, block.launches.extent, chunk):
             arguments = [
-                value[start : start + chunk] if block.is_sliced(tensor) else value
+                value[start : start + chunk] if block.launch_cuts(tensor) else value
                 for tensor, value in zip(block.inputs, case.inputs, strict=True)
             ]
             result = reference(

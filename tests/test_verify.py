@@ -287,7 +287,7 @@ def test_the_verifier_catches_a_broken_convolution():
     wrong = attrs.evolve(store.value, type=ir.TensorType((2, 4, 7, 11), ir.DType.F32))
     broken(attrs.evolve(checked, body=(attrs.evolve(store, value=wrong),)), "check", "not")
 
-    small_blocks = attrs.evolve(PYPTO_0_2_0, conv_block_elements=64)
+    small_blocks = attrs.evolve(PYPTO_0_2_0, conv_block_elements=18 * 12 * 2)  # 2 rows
     conv = Materialised(CONV, small_blocks)
     (phase,) = conv.kernel.schedule.phases
     short = attrs.evolve(phase.conv, rows=ir.Loop(3, 2, 0, 2))
@@ -314,3 +314,24 @@ def test_the_verifier_catches_a_broken_convolution():
         return instruction
 
     conv.broken(conv.with_code(0, rewritten(conv.code(0), without_tail)), "tail")
+
+    def stacked(position: int, part: str = "_chunk_col8g1"):
+        """The view `part` stacked at `position` in its block's stack, not in its own place."""
+
+        def change(instruction):
+            if isinstance(instruction, ir.Assemble) and instruction.part == part:
+                return attrs.evolve(instruction, offsets=(0, position, 0))
+            return instruction
+
+        return conv.with_code(0, rewritten(conv.code(0), change))
+
+    conv.broken(stacked(7), "overlaps in `_chunk_stack1`")  # over tap 7's view
+    conv.broken(stacked(9), "exceeds")  # past the taps
+
+    def unstacked(instruction):
+        if isinstance(instruction, ir.Assemble) and instruction.part == "_chunk_col8g1":
+            return ir.Comment("tap 8 left out")
+        return instruction
+
+    left_out = conv.with_code(0, rewritten(conv.code(0), unstacked))
+    conv.broken(left_out, "reads `_chunk_stack1` before it is written whole")
