@@ -24,7 +24,7 @@ from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.simulator import PassResult, SimRun, run_model
-from ptodsl.workers import DEFAULT_TIMEOUT_S
+from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
 PER_PASS_VERIFY_LIMIT = 1 << 20
@@ -698,7 +698,7 @@ def run_check(
     Raises `CheckTooBig`, before allocating anything, when the check would not fit in the
     memory this machine has available."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
-    available = sim_memory.available_bytes()
+    available = available_bytes()
     if needed > available:
         raise CheckTooBig(needed, available)
     if against is not None:

@@ -24,7 +24,7 @@ from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.problems import ProblemError
 from ptodsl.tables import markdown_table
-from ptodsl.workers import DEFAULT_TIMEOUT_S
+from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
 _NUMBER = re.compile(r"^(\d+)_")
 
@@ -181,7 +181,7 @@ def _within_memory(text: str, name: str, problem: Path, compiled, timeout: float
     and that check's report."""
     for dims, smaller in _smaller_shapes(text, name, compiled):
         needed = sim_memory.check_bytes(smaller.lowered.checked, smaller.kernel)
-        if needed <= sim_memory.available_bytes():
+        if needed <= available_bytes():
             return dims, _check_scaled(problem, compiled, smaller, dims, timeout)
     raise ValueError("no shape of this problem fits in the memory available for a check")
 

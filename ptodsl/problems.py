@@ -18,7 +18,15 @@ from typing import Any
 import attrs
 import torch
 
-from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_lines, run_worker
+from ptodsl.workers import (
+    DEFAULT_TIMEOUT_S,
+    WorkerStopped,
+    WorkerTimeout,
+    describe_exit,
+    log_lines,
+    memory_limit,
+    run_worker,
+)
 
 REQUEST_FILE = "request.json"
 WEIGHTS_FILE = "weights.pt"
@@ -90,9 +98,12 @@ def run_problem(
         (work_dir / REQUEST_FILE).write_text(json.dumps(request))
         torch.save([w.detach().cpu() for w in weights], work_dir / WEIGHTS_FILE)
         try:
-            returncode = run_worker("ptodsl._problem_worker", work_dir, timeout=timeout)
-        except WorkerTimeout as error:
-            raise ProblemError(f"problem {path}: {error} (--timeout sets the limit)") from None
+            returncode = run_worker(
+                "ptodsl._problem_worker", work_dir, timeout=timeout, memory_limit=memory_limit()
+            )
+        except WorkerStopped as error:
+            hint = " (--timeout sets the limit)" if isinstance(error, WorkerTimeout) else ""
+            raise ProblemError(f"problem {path}: {error}{hint}") from None
         return _result(work_dir, path, returncode)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -21,8 +21,6 @@ Measured peak RSS of the worker, graph verification, no goldens:
 
 from __future__ import annotations
 
-import math
-
 from ptodsl import ir, ops
 from ptodsl.passes.tiling import conv_rows_per_block
 from ptodsl.target import PYPTO_0_2_0
@@ -111,15 +109,3 @@ def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
     # The worker's whole outputs and their copy on the way back; the caller's inputs.
     simulation = verification_bytes(kernel) + 8 * outputs + 4 * inputs
     return max(reference, simulation)
-
-
-def available_bytes() -> float:
-    """What this machine can give a check now (MemAvailable), or infinity if unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return math.inf

@@ -31,7 +31,15 @@ import attrs
 import torch
 
 from ptodsl.files import cache_dir
-from ptodsl.workers import DEFAULT_TIMEOUT_S, WorkerTimeout, describe_exit, log_lines, run_worker
+from ptodsl.workers import (
+    DEFAULT_TIMEOUT_S,
+    SLAB_STALL,
+    WorkerStopped,
+    describe_exit,
+    log_lines,
+    memory_limit,
+    run_worker,
+)
 
 VERIFY_LEVELS = ("none", "graph", "all")
 # The cost model counts cycles of a 1.8 GHz clock; pypto's own summary divides by 1800.
@@ -331,9 +339,14 @@ def _portable(value: Any) -> Any:
 def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
     try:
         returncode = run_worker(
-            "ptodsl._sim_worker", work_dir, timeout=timeout, env=_worker_environment(work_dir)
+            "ptodsl._sim_worker",
+            work_dir,
+            timeout=timeout,
+            env=_worker_environment(work_dir),
+            memory_limit=memory_limit(),
+            stall=SLAB_STALL,
         )
-    except WorkerTimeout as error:
+    except WorkerStopped as error:
         raise SimulationError(
             f"simulating {module_path.name} {error}" + _log_excerpt(work_dir, with_tail=True)
         ) from None

@@ -8,26 +8,74 @@ in WORK_DIR/worker.log, away from the caller's terminal and its `--json` output.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
+
 LOG_FILE = "worker.log"
 DEFAULT_TIMEOUT_S = 600.0
+GIB = 1 << 30
+# What a worker leaves the rest of the machine of the memory available when it starts.
+MEMORY_MARGIN = GIB // 2
 
 
-class WorkerTimeout(TimeoutError):
-    """The worker did not finish in time; it and its children were killed."""
+class WorkerStopped(RuntimeError):
+    """The worker was killed, with its children, before it finished: the message says why."""
+
+
+class WorkerTimeout(WorkerStopped, TimeoutError):
+    """The worker did not finish in time."""
+
+
+class WorkerOverMemory(WorkerStopped):
+    """The worker's processes together used more memory than they were given."""
+
+
+class WorkerStalled(WorkerStopped):
+    """The worker's log ended in a known dead end and stopped growing."""
+
+
+@attrs.frozen
+class Stall:
+    """A line ending the log (`marker` in it) after which a worker makes no progress: pypto's
+    simulated machine out of workspace slabs prints "Slab alloc null" and then spins."""
+
+    marker: str
+    seconds: float
+    meaning: str
+
+
+SLAB_STALL = Stall(
+    "Slab alloc null",
+    90.0,
+    'pypto\'s simulated machine ran out of workspace slabs ("Slab alloc null") and made no '
+    "progress",
+)
+POLL_S = 1.0
 
 
 def run_worker(
-    module: str, work_dir: Path, *, timeout: float, env: Mapping[str, str] | None = None
+    module: str,
+    work_dir: Path,
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    memory_limit: float | None = None,
+    stall: Stall | None = None,
 ) -> int:
-    """Runs the worker to completion and returns its exit status (negative: a signal)."""
+    """Runs the worker to completion and returns its exit status (negative: a signal).
+    Kills it and raises `WorkerStopped` when it runs past `timeout` seconds, when its
+    processes together hold more than `memory_limit` bytes (before the machine runs out
+    for everyone), or when its log stalls on `stall`."""
     command = [sys.executable, "-m", module, str(work_dir)]
+    started = time.monotonic()
     with open(work_dir / LOG_FILE, "wb") as log:
         worker = subprocess.Popen(
             command,
@@ -39,13 +87,90 @@ def run_worker(
             start_new_session=True,
         )
         try:
-            return worker.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(worker)
-            raise WorkerTimeout(f"did not finish within {timeout:g} s") from None
+            while True:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    return worker.wait(timeout=POLL_S)
+                stopped = _reason_to_stop(worker, work_dir, started, timeout, memory_limit, stall)
+                if stopped is not None:
+                    _kill_group(worker)
+                    raise stopped
         except BaseException:
             _kill_group(worker)
             raise
+
+
+def _reason_to_stop(
+    worker: subprocess.Popen,
+    work_dir: Path,
+    started: float,
+    timeout: float,
+    memory_limit: float | None,
+    stall: Stall | None,
+) -> WorkerStopped | None:
+    if time.monotonic() - started > timeout:
+        return WorkerTimeout(f"did not finish within {timeout:g} s")
+    if memory_limit is not None:
+        used = group_resident_bytes(worker.pid)
+        if used > memory_limit:
+            return WorkerOverMemory(
+                f"used {used / GIB:.1f} GiB, more than the {memory_limit / GIB:.1f} GiB it was "
+                "given (what this machine had available when it started)"
+            )
+    if stall is not None:
+        log = work_dir / LOG_FILE
+        idle = time.time() - log.stat().st_mtime
+        if idle > stall.seconds and stall.marker in _last_line(log):
+            return WorkerStalled(f"stopped: {stall.meaning} for {idle:.0f} s")
+    return None
+
+
+def group_resident_bytes(group: int) -> int:
+    """The resident memory of every process in process group `group` (Linux /proc; 0
+    where it cannot be read)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            # the fields after the command (which may hold spaces) in parentheses
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) != group:
+                continue
+            total += int((entry / "statm").read_text().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def available_bytes() -> float:
+    """What this machine can give a check or a worker now (MemAvailable), or infinity if
+    unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return math.inf
+
+
+def memory_limit() -> float | None:
+    """What a worker starting now may use: the memory available less a margin for the rest
+    of the machine, or None where that is unknown."""
+    available = available_bytes()
+    return None if math.isinf(available) else available - MEMORY_MARGIN
+
+
+def _last_line(log: Path) -> str:
+    """The last line of the log (its last 4 KB read)."""
+    with open(log, "rb") as file:
+        file.seek(0, os.SEEK_END)
+        file.seek(max(0, file.tell() - 4096))
+        lines = file.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def _kill_group(process: subprocess.Popen) -> None:
