@@ -17,6 +17,14 @@ Measured peak RSS of the worker, graph verification, no goldens:
 | #7, 2 launches of 8192 rows | 514 MiB each | 4          | 13.1 (+ 1 GiB C)  | 23              |
 | #7, 4 launches of 4096 rows | 266 MiB each | 4          | 8.4 (+ 1 GiB C)   | 27              |
 | #43, 4 launches of 4        | 148 MiB each | 4          | 13.6 (+ x, y)     | 86              |
+
+Convolutions with the taps stacked (peak RSS of the whole check at full shape): #62 in 8
+launches of 2 samples 2.7 GB, #63 in 4 of 4 3.4 GB, #87 in 4 of 4 4.3 GB, all below the
+estimate. A convolution that pads its input inside the kernel grows by about 1 GB per launch
+and frees nothing between launches: #65 (transposed, 32 -> 64 channels, 128 x 128) peaks at
+2.4 GB in one launch, 3.4 GB in two and 17.2 GB in its 16 at full shape, where the estimate
+says 1.2; the workers' memory guard (`ptodsl.workers`) stops such a check before the machine
+runs out.
 """
 
 from __future__ import annotations

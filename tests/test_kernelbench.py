@@ -58,7 +58,7 @@ def test_spec_means_what_the_problem_computes(number):
     problem's inputs, weights randomized."""
     spec = SPEC_BY_NUMBER[number]
     compiled = compile_spec(spec)
-    kernel = compiled.kernel
+    kernel = compiled.lowered.checked  # the whole kernel: all launches
     rescale = None
     elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
     if elements > FULL_SHAPE_ELEMENTS or ir.convolution_macs(kernel) > FULL_SHAPE_MACS:
@@ -84,8 +84,8 @@ def ci_rescale(number):
     return problem_rescale(compile_spec(spec).lowered.syntax.declared_dims, dims)
 
 
-# Checks of minutes even at CI dims, run by `make test-slow`: #72's 4 groups of 105 taps are
-# 420 matmuls per block, about 5 minutes of pypto's per-pass verification.
+# The slowest checks at CI dims, run by `make test-slow`: #72's 4 groups of 105 taps take
+# about 30 s of pypto's per-pass verification (5 minutes when each tap was a matmul).
 SLOW_SIM = {72}
 
 

@@ -128,6 +128,18 @@ def scan_axes(line: str) -> list[tuple[int, int]]:
     return spans
 
 
+LOOP_HEADER = re.compile(r"pypto\.loop\(\s*0,\s*(\d+),")
+
+
+def loop_count(lines: list[str], offset_line: int) -> int:
+    """The iterations of the loop whose offset is set on `offset_line` (the header just
+    above it): a loop of one iteration has no step to be off by."""
+    header = max(i for i in range(offset_line) if "pypto.loop(" in lines[i])
+    match = LOOP_HEADER.search("".join(lines[header:offset_line]))
+    assert match, f"no loop header above line {offset_line + 1}"
+    return int(match.group(1))
+
+
 def replaced(lines: list[str], index: int, start: int, end: int, new: str) -> str:
     line = lines[index]
     return "".join([*lines[:index], line[:start] + new + line[end:], *lines[index + 1 :]])
@@ -140,7 +152,7 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
     structural, constants = [], []
     for index in kernel_body(source):
         offset = LOOP_OFFSET.match(lines[index].rstrip("\n"))
-        if offset:  # every chunk one row off: an off-by-one tail
+        if offset and loop_count(lines, index) > 1:  # every chunk one row off
             step = int(offset.group(2))
             what = f"line {index + 1}: offset step {step} -> {step - 1}"
             structural.append((what, replaced(lines, index, *offset.span(2), str(step - 1))))
