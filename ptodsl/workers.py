@@ -125,9 +125,9 @@ def _reason_to_stop(
 
 
 def group_resident_bytes(group: int) -> int:
-    """The resident memory of every process in process group `group` (Linux /proc; 0
+    """The memory of every process in process group `group`: the sum of their proportional
+    set sizes (pages shared between them, as after a fork, counted once; Linux /proc; 0
     where it cannot be read)."""
-    page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -138,8 +138,10 @@ def group_resident_bytes(group: int) -> int:
             fields = stat[stat.rindex(")") + 2 :].split()
             if int(fields[2]) != group:
                 continue
-            total += int((entry / "statm").read_text().split()[1]) * page
-        except (OSError, ValueError, IndexError):
+            rollup = (entry / "smaps_rollup").read_text()
+            pss = next(line for line in rollup.splitlines() if line.startswith("Pss:"))
+            total += int(pss.split()[1]) * 1024
+        except (OSError, ValueError, IndexError, StopIteration):
             continue
     return total
 
