@@ -181,9 +181,9 @@ def _split_channels(block: ir.Kernel, fits) -> ir.Kernel:
     if len(extents) != 1:
         return block
     (extent,) = extents
-    cut = block
+    cut, cut_weights = block, tuple(dict.fromkeys(weights))
     for count in _divisors(extent)[1:]:
-        cut = _channels_cut(block, tuple(dict.fromkeys(weights)), extent // count)
+        cut = _channels_cut(block, cut_weights, extent // count)
         if fits(cut):
             break
     return cut

@@ -633,16 +633,16 @@ class _ConvPhase:
             )
             code.append(ir.Assign(whole.name, ir.op_reshape(weight, whole.type.shape), span))
             for group in range(geometry.attributes.groups):
-                self.weights[0, group] = self.group_rows(whole, group, cog, "matrix")
-                code += self.assigned(self.weights[0, group], whole, group, cog)
+                self.weights[0, group], cut = self.group_slice(whole, group, cog, "matrix")
+                code += cut
             return code
         by_input = self.ref(
             ir.generated_name("channels", self.weight.name), (geometry.in_channels, cog, taps)
         )
         code.append(ir.Assign(by_input.name, ir.op_reshape(weight, by_input.type.shape), span))
         for group in range(geometry.attributes.groups):
-            part = self.group_rows(by_input, group, cig, "channels")
-            code += self.assigned(part, by_input, group, cig)
+            part, cut = self.group_slice(by_input, group, cig, "channels")
+            code += cut
             exchanged = self.ref(
                 ir.generated_name(f"exchanged{group}", self.weight.name), (cog, cig, taps)
             )
@@ -660,27 +660,21 @@ class _ConvPhase:
             self.weights[0, group] = matrix
         return code
 
-    def group_rows(self, whole: ir.Ref, group: int, rows: int, what: str) -> ir.Ref:
-        """The name and type of group `group`'s `rows` leading rows of `whole` (itself when
-        there is one group)."""
+    def group_slice(
+        self, whole: ir.Ref, group: int, rows: int, what: str
+    ) -> tuple[ir.Ref, list[ir.Instruction]]:
+        """Group `group`'s `rows` leading rows of `whole` and the slice that cuts them
+        (`whole` itself, and nothing to do, when there is one group)."""
         if self.geometry.attributes.groups == 1:
-            return whole
-        name = ir.generated_name(f"{what}g{group}", self.weight.name)
-        return self.ref(name, (rows, *whole.type.shape[1:]))
-
-    def assigned(self, part: ir.Ref, whole: ir.Ref, group: int, rows: int) -> list[ir.Instruction]:
-        """`part`, group `group`'s rows of `whole`, cut (nothing when it is `whole`)."""
-        if part is whole:
-            return []
-        rank = len(whole.type.shape)
+            return whole, []
+        span, rank = self.stmt.span, len(whole.type.shape)
+        part = self.ref(
+            ir.generated_name(f"{what}g{group}", self.weight.name), (rows, *whole.type.shape[1:])
+        )
         cut = ir.Slice(
             (group * rows, *(0,) * (rank - 1)), ((group + 1) * rows, *(None,) * (rank - 1))
         )
-        return [
-            ir.Assign(
-                part.name, ir.Op("slice", (whole,), part.type, self.stmt.span, cut), self.stmt.span
-            )
-        ]
+        return part, [ir.Assign(part.name, ir.Op("slice", (whole,), part.type, span, cut), span)]
 
     def tap_columns(self) -> list[ir.Instruction]:
         """A depthwise convolution's weight [C, taps]: each tap's column [C, 1]."""
