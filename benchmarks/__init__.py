@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ __all__ = [
     "EXAMPLES",
     "INTERPRETER_PATTERNS",
     "ROOT",
+    "example_names",
     "print_table",
     "spec_by_kernel",
 ]
@@ -36,3 +38,21 @@ def print_table(rows: list[tuple[str, ...]], failed: int) -> int:
     print()
     print(markdown_table(rows[0], rows[1:]), end="")
     return 1 if failed else 0
+
+
+def example_names(prog: str, doc: str, argv: list[str], default: str) -> list[str]:
+    """The example names a benchmark's command line gives (`--help` prints its docstring;
+    an unknown name is a usage error); none means `default` (the help text says which)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {prog}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "examples",
+        nargs="*",
+        choices=sorted(path.stem for path in EXAMPLES),
+        metavar="EXAMPLE",
+        help=f"example names, such as 9_tall_skinny_matmul (default: {default})",
+    )
+    return parser.parse_args(argv).examples

@@ -16,7 +16,7 @@ import sys
 import torch
 
 import ptodsl
-from benchmarks import CI_DIMS, EXAMPLES
+from benchmarks import CI_DIMS, EXAMPLES, example_names
 from ptodsl import ir
 from ptodsl.checking import run_check, spec_case
 from ptodsl.simulator import SimulationError
@@ -77,7 +77,8 @@ def rows_of(spec) -> list[tuple[str, ...]]:
     return rows
 
 
-def main(names: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    names = example_names("benchmarks.bounds", __doc__, argv, "every example")
     torch.set_num_threads(1)
     chosen = [p for p in EXAMPLES if not names or p.stem in names]
     rows = []

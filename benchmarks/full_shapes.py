@@ -14,15 +14,16 @@ import sys
 import time
 
 import ptodsl
-from benchmarks import CI_DIMS, EXAMPLES, print_table
+from benchmarks import CI_DIMS, EXAMPLES, example_names, print_table
 from ptodsl.checking import run_check
 from ptodsl.simulator import SimulationError
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
 
-def main(names: list[str]) -> int:
-    names = names or sorted(CI_DIMS)
+def main(argv: list[str]) -> int:
+    default = "every example CI checks scaled down"
+    names = example_names("benchmarks.full_shapes", __doc__, argv, default) or sorted(CI_DIMS)
     header = ("example", "verdict", "max abs err", "sim us", "wall s", "peak worker GB")
     rows = [header]
     failed = 0

@@ -20,14 +20,15 @@ import time
 import torch
 
 import ptodsl
-from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, print_table
+from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, example_names, print_table
 from ptodsl.checking import compare, spec_case
 from ptodsl.codegen import emit_kernelbench
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
 
-def main(names: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    names = example_names("benchmarks.interpret", __doc__, argv, "the interpreter's examples")
     os.environ["AIKG_PYPTO_RUN_MODE"] = "1"
     os.environ.pop("PTODSL_SIM", None)
     rows = [("example", "outputs", "max abs err", "forward s", "peak worker GB so far")]

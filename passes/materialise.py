@@ -36,12 +36,17 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 def materialise(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     assert kernel.schedule is not None, "tiling and loops run first"
-    phases = kernel.schedule.phases
     variables = _loop_variables(kernel)
-    program = ir.Program(
-        tuple(ir.PhaseCode(index, _phase(kernel, index, variables)) for index in range(len(phases)))
-    )
-    return attrs.evolve(kernel, program=program)
+    phases: list[ir.PhaseCode] = []
+    staging: list[ir.Staging] = []
+    for index, phase in enumerate(kernel.schedule.phases):
+        if phase.conv is not None:
+            conv = _ConvPhase(kernel, phase, f"{kernel.name}_phase{index}", variables)
+            phases.append(ir.PhaseCode(index, conv.instructions()))
+            staging += conv.staging(index)
+        else:
+            phases.append(ir.PhaseCode(index, _phase(kernel, index, variables)))
+    return attrs.evolve(kernel, program=ir.Program(tuple(phases), tuple(staging)))
 
 
 def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir.Instruction, ...]:
@@ -52,8 +57,6 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
         return _cube_phase(kernel, phase, loop_name, variables)
     if phase.window is not None:
         return _window_phase(kernel, phase, loop_name, variables)
-    if phase.conv is not None:
-        return _ConvPhase(kernel, phase, loop_name, variables).instructions()
     later_reads = _later_reads(kernel, index)
     code: list[ir.Instruction] = [ir.SetVecTiles(phase.tile)]
     loop = phase.loop
@@ -573,6 +576,12 @@ class _ConvPhase:
             kernel, f"{variables.index}_batch", f"{variables.offset}_batch"
         )
         self.lead = () if self.geometry.merges_batch else (1,)
+        self.buffer: ir.Ref | None = None  # the staging launch's padded input
+        if self.plan.staged:
+            shape = (self.plan.batch, self.geometry.in_channels, *self.padded_extents())
+            if self.geometry.merges_batch:
+                shape = (shape[0] * shape[1], *shape[2:])
+            self.buffer = self.ref(ir.generated_name("padded", self.x.name), shape)
 
     def typed(self, shape: tuple[int, ...]) -> ir.TensorType:
         return ir.TensorType(shape, self.conv.type.dtype)
@@ -691,31 +700,94 @@ class _ConvPhase:
             self.weights[tap, 0] = column
         return code
 
+    def padded_extents(self) -> tuple[int, ...]:
+        """The spatial extents of the input spaced and padded."""
+        geometry, plan = self.geometry, self.plan
+        return tuple(
+            n * gap + front + back
+            for n, gap, front, back in zip(
+                geometry.spatial, geometry.inserted, plan.front, plan.back, strict=True
+            )
+        )
+
     def padded_input(self) -> tuple[ir.Ref | None, list[ir.Instruction]]:
-        """The batch element's input spaced and padded with zeros, [C_in, *padded], or None
-        when neither applies: the taps then view the input itself."""
-        geometry, span, plan = self.geometry, self.stmt.span, self.plan
+        """The batch element's input spaced and padded with zeros (the staging launch's, or
+        the kernel's own), each strided axis split, [C_in, *padded]; or None when none of
+        that applies: the taps then view the input itself."""
+        geometry, plan = self.geometry, self.plan
         strided = any(step > 1 for step in geometry.stride)
-        if not (
-            any(plan.front) or any(plan.back) or any(g > 1 for g in geometry.inserted) or strided
-        ):
+        if self.buffer is not None:
+            current, code = self.element(self.buffer.name, self.padded_extents())
+        elif any(plan.front) or any(plan.back) or any(g > 1 for g in geometry.inserted):
+            current, code = self.zero_padded()
+        elif strided:
+            current, code = self.element(self.x.name, geometry.spatial)
+        else:
             return None, []
-        ci = geometry.in_channels
-        view_shape = (*self.lead, ci, *geometry.spatial)
+        if strided:
+            split = geometry.split_source(current.type.shape[1:])
+            value = ir.op_reshape(current, split)
+            current = self.ref(ir.generated_name("strides", self.x.name), split)
+            code += [
+                self.tile(split, "each strided axis as [length / stride, stride]"),
+                ir.Assign(current.name, value, self.stmt.span),
+            ]
+        return current, code
+
+    def staging(self, phase: int) -> list[ir.Staging]:
+        """The launch that writes every batch element's padded input into the buffer the
+        taps view, when the plan stages it."""
+        if self.buffer is None:
+            return []
+        current, body = self.zero_padded()
+        element = (*self.lead, *current.type.shape)
+        if self.lead:
+            slab = self.ref(ir.generated_name("slab", self.x.name), element)
+            body += [
+                self.tile(element, "the padded element"),
+                ir.Assign(slab.name, ir.op_reshape(current, element), self.stmt.span),
+            ]
+            current = slab
+        at = (*self.channel(0, self.geometry.in_channels), *(0,) * len(self.geometry.spatial))
+        body.append(ir.Assemble(current.name, self.buffer.name, at))
+        loop = ir.BlockLoop(
+            f"{self.loop_name}_staging",
+            0,
+            self.plan.batch,
+            1,
+            tuple(body),
+            index=self.batch.index,
+            offset=self.batch.offset,
+        )
+        return [ir.Staging(phase, self.buffer.name, self.buffer.type, self.x.name, (loop,))]
+
+    def element(self, source: str, extents: tuple[int, ...]) -> tuple[ir.Ref, list[ir.Instruction]]:
+        """The loop's batch element of `source` (the input, or the staged buffer), [C_in,
+        *extents]."""
+        ci, span = self.geometry.in_channels, self.stmt.span
+        view_shape = (*self.lead, ci, *extents)
         element = self.ref(ir.generated_name("element", self.x.name), view_shape)
         code: list[ir.Instruction] = [
             self.tile(view_shape, "the batch element's input"),
             ir.View(
                 element.name,
-                self.x.name,
+                source,
                 element.type,
-                (*self.channel(0, ci), *(0,) * len(geometry.spatial)),
+                (*self.channel(0, ci), *(0,) * len(extents)),
             ),
         ]
-        current = element
-        if self.lead:
-            current = self.ref(ir.generated_name("input", self.x.name), (ci, *geometry.spatial))
-            code.append(ir.Assign(current.name, ir.op_reshape(element, current.type.shape), span))
+        if not self.lead:
+            return element, code
+        current = self.ref(ir.generated_name("input", self.x.name), (ci, *extents))
+        code.append(ir.Assign(current.name, ir.op_reshape(element, current.type.shape), span))
+        return current, code
+
+    def zero_padded(self) -> tuple[ir.Ref, list[ir.Instruction]]:
+        """The loop's batch element of the input spaced and padded with zeros, [C_in,
+        *padded], built from pieces joined on the vector cores."""
+        geometry, span, plan = self.geometry, self.stmt.span, self.plan
+        ci = geometry.in_channels
+        current, code = self.element(self.x.name, geometry.spatial)
         extents = list(geometry.spatial)
         for axis, gap in enumerate(geometry.inserted):
             if gap == 1:
@@ -759,14 +831,6 @@ class _ConvPhase:
             extents[axis] += front + back
             current = self.ref(ir.generated_name(f"pad{axis}", self.x.name), (ci, *extents))
             code.append(ir.Assign(current.name, value, span))
-        if strided:
-            split = geometry.split_source(tuple(extents))
-            value = ir.op_reshape(current, split)
-            current = self.ref(ir.generated_name("strides", self.x.name), split)
-            code += [
-                self.tile(split, "each strided axis as [length / stride, stride]"),
-                ir.Assign(current.name, value, span),
-            ]
         return current, code
 
     def joined_zeros(self, value: ir.Expr, column: tuple[int, ...], gap: int, axis: int) -> list:

@@ -167,7 +167,13 @@ def has_own_phase(stmt: ir.Stmt) -> bool:
     return is_matmul(stmt) or is_window(stmt) or is_conv(stmt)
 
 
-def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
+def _reads_input(kernel: ir.Kernel, conv: ir.Op) -> bool:
+    """Whether the convolution's input is a kernel input (not a value computed before)."""
+    x = conv.operands[0]
+    return isinstance(x, ir.Ref) and any(t.name == x.name for t in kernel.inputs)
+
+
+def plan_conv(conv: ir.Op, target: Target, reads_input: bool = False) -> ir.ConvPlan:
     """A convolution's plan (see `ir.ConvPlan`): as many output rows per block as keep the
     block within the target's `conv_block_elements` (at least one), zero padding that gives
     every tap a whole view, and a vector tile for every shape the phase computes on."""
@@ -226,9 +232,14 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     if back[-1] and geometry.stride[-1] == 1:  # a strided axis stays whole strides long
         back = (*back[:-1], ceil_div(back[-1], granule) * granule)
     front, skip = tuple(front), tuple(skip)
-    # the taps view a padded copy of each sample (materialise: padded_input) or the input
-    pads = any(front) or any(back) or any(g > 1 for g in geometry.inserted) or strided > 0
-    chunk = conv_rows_per_block(geometry, target, pads)
+    # An input padded or spaced with zeros is so by a launch of its own, into device memory,
+    # when the input is the kernel's: views of a padded value built inside the kernel cost
+    # pypto's model 50 times more (#80 at one sample: 19.3 ms against 0.39 ms). Otherwise
+    # the taps view a padded copy of each sample (materialise: padded_input), its strided
+    # axes split, or the input itself.
+    zeros = any(front) or any(back) or any(g > 1 for g in geometry.inserted)
+    staged = zeros and reads_input
+    chunk = conv_rows_per_block(geometry, target, zeros or strided > 0)
     rows = ir.Loop(
         geometry.out[0] // chunk, chunk, geometry.out[0] % chunk, axis=_conv_rows_axis(geometry)
     )
@@ -236,12 +247,20 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     # matmul per channel and tap: #82 at 18 x 18 outputs 36 us against 63, at 126 x 126
     # 55 us against 332
     vector = geometry.depthwise
-    shapes = conv_shapes(geometry, front, back, rows, vector)
+    shapes = conv_shapes(geometry, front, back, rows, vector, staged)
     # a transpose needs workspace: its tile takes a quarter of the budget, as a window's
-    # exchange of axes does
+    # exchange of axes does, in rows of at least TRANSPOSE_ROWS
     transposing = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+    row_cap = transposing.max_tile_elements // TRANSPOSE_ROWS
     tiles = tuple(
-        (shape, _window_tile(shape, itemsize, transposing if exchanged else target))
+        (
+            shape,
+            reduction_aligned(
+                choose_tile(shape, itemsize, transposing, row_cap), itemsize, transposing
+            )
+            if exchanged
+            else _window_tile(shape, itemsize, target),
+        )
         for shape, exchanged in shapes
     )
     for shape, tile in tiles:
@@ -273,14 +292,19 @@ def plan_conv(conv: ir.Op, target: Target) -> ir.ConvPlan:
     # A block's columns are many: 256-wide blocks still leave every cube core several
     # (#62 at 128 x 126 outputs, 64 channels: 54 us against 71 with 64-wide ones).
     cube = choose_cube_tile(product, target, wide=chunk * rest >= WIDE_BLOCK_COLUMNS)
-    return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles, vector)
+    return ir.ConvPlan(geometry.batch, rows, front, back, skip, cube, tiles, vector, staged)
 
 
 WIDE_BLOCK_COLUMNS = 1 << 12
 
-# Columns of a block whose taps view a padded (kernel-local) input: pypto's simulated
-# machine runs out of workspace slabs ("Slab alloc null") on #80's 65024 and #71's 33540;
-# #57's 16900 run.
+# PyPTO's transpose works in blocks of 16 rows: a tile of fewer rows still takes 16 rows of
+# workspace (#75's [1, 4096] tile of a [768, 8192] exchange asked 256 KB of a 192 KB UB).
+TRANSPOSE_ROWS = 16
+
+# Columns of a block whose taps view a padded or split input. Views of a kernel-local one:
+# pypto's simulated machine runs out of workspace slabs ("Slab alloc null") on #80's 65024
+# and #71's 33540; #57's 16900 run. Staged in device memory, #80 at one sample runs either
+# way, but 254 rows in one block take 431 us against 391 in blocks of 64.
 PADDED_BLOCK_COLUMNS = 1 << 14
 
 
@@ -288,7 +312,7 @@ def conv_rows_per_block(geometry: ir.ConvGeometry, target: Target, pads: bool = 
     """Output rows per block: within the target's block size and, for the cube, the
     operand [C_in/groups, rows * rest] within PyPTO's inner-axis limit (#87's 256 x 256
     outputs in one block are 65536 columns: pypto refuses them), and within
-    PADDED_BLOCK_COLUMNS when the taps view a padded input."""
+    PADDED_BLOCK_COLUMNS when the taps view a padded or split copy of the input."""
     columns = None if geometry.depthwise else target.max_inner_axis - 1
     if pads:
         columns = min(columns or PADDED_BLOCK_COLUMNS, PADDED_BLOCK_COLUMNS)
@@ -306,6 +330,7 @@ def conv_shapes(
     back: tuple[int, ...],
     rows: ir.Loop,
     vector: bool = False,
+    staged: bool = False,
 ) -> list[tuple[tuple[int, ...], bool]]:
     """Every shape a convolution phase computes on, in order of first use (materialise
     computes exactly these), each with whether it is exchanged (transposed)."""
@@ -342,6 +367,8 @@ def conv_shapes(
             if f or b:  # its fills and joins run under the tile of the padded result
                 spaced[axis] += f + b
                 shapes.append((ci, *spaced))
+        if staged:  # the staging launch writes, and the kernel views, a padded element
+            shapes.append((*lead, ci, *spaced))
         if strided:
             shapes.append(geometry.split_source(tuple(spaced)))
         lead_taps = ()
@@ -559,7 +586,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             continue
         if is_conv(kernel.body[indexes[0]]):
             conv = kernel.body[indexes[0]].value
-            plan = plan_conv(conv, target)
+            plan = plan_conv(conv, target, reads_input=_reads_input(kernel, conv))
             phases.append(ir.Phase(tuple(indexes), shape, tile=plan.tiles[0][1], conv=plan))
             continue
         if is_window(kernel.body[indexes[0]]):
@@ -604,7 +631,9 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
         if row_reductions or _narrower_last_axis(kernel, indexes, shape):
             tile = reduction_aligned(tile, itemsize, phase_target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
-    decisions = kernel.decisions
+    # plan choices other than the defaults, stated in the plan and the module's docstring
+    decisions, tuned = kernel.decisions, None
     if tuning != ir.Tuning():
-        decisions += (f"plan choices: {tuning.describe()}",)
-    return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)), decisions=decisions)
+        decisions, tuned = (*decisions, f"plan choices: {tuning.describe()}"), tuning
+    schedule = ir.Schedule(tuple(phases))
+    return attrs.evolve(kernel, schedule=schedule, decisions=decisions, tuning=tuned)

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ptodsl import ir
 from ptodsl.codegen import emit_pypto
@@ -17,6 +18,11 @@ from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import cached_tuning
+from ptodsl.workers import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:  # imported when called: checking and tuning pull in torch
+    from ptodsl.checking import CheckReport
+    from ptodsl.tuning import TuneResult
 
 
 class Compiled:
@@ -31,6 +37,15 @@ class Compiled:
         self.reference_source = emit_reference(lowered.checked, self.filename)
         self.plan = plan_of(lowered.kernel)
 
+    def __repr__(self) -> str:
+        launches = self.kernel.launches
+        count = 1 if launches is None else launches.total
+        staging = len(self.kernel.program.staging) if self.kernel.program else 0
+        runs = f"{count} launch{'es' if count > 1 else ''}"
+        if staging:
+            runs += f", each after {staging} staging launch{'es' if staging > 1 else ''}"
+        return f"<Compiled {self.name!r} from {self.filename}: {self.plan_origin}, {runs}>"
+
     @property
     def kernel(self) -> ir.Kernel:
         """The lowered IR that `source` was generated from."""
@@ -38,6 +53,7 @@ class Compiled:
 
     @functools.cached_property
     def module(self) -> ModuleType:
+        """The generated module, imported (its `ModelNew`, kernel factories and helpers)."""
         return load_module(self.source, self.name)
 
     @property
@@ -82,17 +98,65 @@ def compile(  # noqa: A001 - the public verb
     text: str | os.PathLike[str],
     name: str | None = None,
     dims: Mapping[str, int] | None = None,
-    target: Target = PYPTO_0_2_0,
+    target: Target | None = None,
     tuning: ir.Tuning | str | None = "cached",
 ) -> Compiled:
     """Compiles spec text; raises `ptodsl.SpecError` with rendered diagnostics on bad input.
     `dims` resizes declared dims, e.g. a scaled-down copy of a large spec for a quick check;
-    `target` describes PyPTO's forms and limits (tests shrink its limits to force loops).
-    `tuning`: see `lower_spec`. `text` may also be a path (`pathlib.Path`) of a spec file,
-    which `name` then defaults to."""
+    `target` describes PyPTO's forms and limits (default: pypto 0.2.0's; tests shrink its
+    limits to force loops). `tuning`: see `lower_spec`. `text` may also be a path
+    (`pathlib.Path`) of a spec file, which `name` then defaults to."""
+    target = PYPTO_0_2_0 if target is None else target
     if isinstance(text, os.PathLike):
         path = Path(text)
         return compile(path.read_text(encoding="utf-8"), name or str(path), dims, target, tuning)
     if not isinstance(text, str):
         raise TypeError(f"compile takes the spec's text or a path, not {type(text).__name__}")
     return Compiled(*lower_spec(Source(text, name or "<spec>"), dims, target, tuning))
+
+
+def check(
+    compiled: Compiled,
+    *,
+    seed: int = 0,
+    against: str | os.PathLike[str] | None = None,
+    kernel_path: str | os.PathLike[str] | None = None,
+    passes: str = "auto",
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> CheckReport:
+    """Runs `compiled` in pypto SIM and compares it with its torch reference on inputs and
+    weights drawn from `seed`, or with `against` (a KernelBench problem file) with its own
+    `Model` on its `get_inputs()`: the report `ptodsl check` prints (`report.ok`,
+    `report.outputs`, `report.sim_time_us`). `kernel_path` checks that module (e.g. hand
+    edited) instead; `passes` is pypto's verification ("auto", "all" or "graph")."""
+    from ptodsl.checking import run_check
+
+    return run_check(
+        compiled,
+        seed=seed,
+        against=None if against is None else Path(against),
+        kernel_path=None if kernel_path is None else Path(kernel_path),
+        passes=passes,
+        timeout=timeout,
+    )
+
+
+def tune(
+    text: str | os.PathLike[str],
+    name: str | None = None,
+    dims: Mapping[str, int] | None = None,
+    *,
+    budget: int = 12,
+    check: bool = True,
+    store: bool = True,
+) -> TuneResult:
+    """Measures up to `budget` candidate plans of a spec (text or path) in pypto SIM and,
+    with `store`, keeps the fastest that passes the check (with `check`) for `compile`, as
+    `ptodsl tune` does: the result lists every plan measured."""
+    from ptodsl.tuning import tune as measure_plans
+
+    if isinstance(text, os.PathLike):
+        name = name or str(text)
+        text = Path(text).read_text(encoding="utf-8")
+    source = Source(text, name or "<spec>")
+    return measure_plans(source, dims, budget=budget, check=check, store=store)

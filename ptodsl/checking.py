@@ -24,6 +24,7 @@ from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.simulator import PassResult, SimRun, run_model
+from ptodsl.tables import aligned_lines
 from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
@@ -797,11 +798,7 @@ def format_report(report: CheckReport) -> str:
                 result,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines += [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
+    lines += aligned_lines(rows)
     for o in report.outputs:
         if o.mismatched:
             lines.append(f"worst elements of {o.name} (of {o.mismatched} off):")

@@ -13,6 +13,8 @@ import sys
 import traceback
 from pathlib import Path
 
+import attrs
+
 from ptodsl import __version__
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import emit_kernelbench
@@ -21,8 +23,10 @@ from ptodsl.files import OutputRefused, write_output
 from ptodsl.ir import format_kernel
 from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
+from ptodsl.progress import Progress
 from ptodsl.reference import emit_reference
 from ptodsl.syntax import format_syntax
+from ptodsl.tables import markdown_table
 from ptodsl.tuning_cache import tuning_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
@@ -32,7 +36,11 @@ STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
 
 
 class UserError(Exception):
-    """A problem with how ptodsl was called or with its files, reported in one line."""
+    """A problem with ptodsl's files or what they hold, reported in one line (exit 1)."""
+
+
+class UsageError(UserError):
+    """A problem with how ptodsl was called, reported in one line (exit 2)."""
 
 
 MAX_SEED = 2**32 - 1  # what every RNG the check seeds takes
@@ -48,14 +56,47 @@ def _seed(text: str) -> int:
     return seed
 
 
+def _positive(kind: type[int] | type[float]):
+    """An argparse type: a number of `kind` above 0 (a bad one is a usage error, exit 2)."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{text} is not above 0")
+        return value
+
+    return parse
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{visible(text)} is not a folder")
+    return path
+
+
+# The repository's KernelBench specs, where `coverage` finds them from any working directory.
+REPOSITORY_SPECS = Path(__file__).resolve().parent.parent / "examples" / "kernelbench"
+SPEC_HELP = "a spec file (.pto)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ptodsl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"ptodsl {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    debug_help = "show tracebacks of internal errors"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
+    # --debug after the command too; SUPPRESS keeps the top-level value when it is absent
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    compile_command = commands.add_parser("compile", help="compile a spec to a PyPTO module")
-    compile_command.add_argument("spec", type=Path)
+    compile_command = commands.add_parser(
+        "compile", parents=[common], help="compile a spec to a PyPTO module"
+    )
+    compile_command.add_argument("spec", type=Path, help=SPEC_HELP)
     _add_dim_option(compile_command)
     compile_command.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     compile_command.add_argument(
@@ -75,21 +116,41 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     tune_command = commands.add_parser(
-        "tune", help="measure candidate plans in pypto SIM and store the fastest for compile"
+        "tune",
+        parents=[common],
+        help="measure candidate plans in pypto SIM and store the fastest for compile",
     )
-    tune_command.add_argument("spec", type=Path)
-    _add_dim_option(tune_command)
     tune_command.add_argument(
-        "--budget", type=int, default=12, help="measure at most N plans (default: %(default)s)"
+        "spec", type=Path, nargs="?", help=SPEC_HELP + " (with --clear: only its plans)"
+    )
+    _add_dim_option(tune_command)
+    cache = tune_command.add_mutually_exclusive_group()
+    cache.add_argument("--list", action="store_true", help="list the stored plans and exit")
+    cache.add_argument(
+        "--clear",
+        action="store_true",
+        help="remove the stored plans (of SPEC at its --dim sizes when given) and exit",
+    )
+    tune_command.add_argument(
+        "--budget",
+        type=_positive(int),
+        default=12,
+        metavar="N",
+        help="measure at most N plans (default: %(default)s)",
     )
     tune_command.add_argument(
         "--no-check", action="store_true", help="store the fastest plan without `ptodsl check`"
     )
+    tune_command.add_argument(
+        "--json", action="store_true", help="print the measured plans (or --list) as JSON"
+    )
 
     check_command = commands.add_parser(
-        "check", help="run the kernel in pypto SIM and compare it with the torch reference"
+        "check",
+        parents=[common],
+        help="run the kernel in pypto SIM and compare it with the torch reference",
     )
-    check_command.add_argument("spec", type=Path)
+    check_command.add_argument("spec", type=Path, help=SPEC_HELP)
     _add_dim_option(check_command)
     check_command.add_argument(
         "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
@@ -112,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_command.add_argument(
         "--timeout",
-        type=float,
+        type=_positive(float),
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="limit for the problem's code and for the simulation, each (default: %(default)g)",
@@ -126,23 +187,27 @@ def _parser() -> argparse.ArgumentParser:
 
     coverage_command = commands.add_parser(
         "coverage",
+        parents=[common],
         help="check every KernelBench spec against its problem file and print a table",
     )
     coverage_command.add_argument(
-        "problems", type=Path, help="a folder of KernelBench-format problem files"
+        "problems", type=_folder, help="a folder of KernelBench-format problem files"
     )
     coverage_command.add_argument(
         "--specs",
-        type=Path,
-        default=Path("examples/kernelbench"),
-        help="the folder of specs, paired with problems by number (default: %(default)s)",
+        type=_folder,
+        help="the folder of specs, paired with problems by number (default: this "
+        "repository's examples/kernelbench)",
     )
     coverage_command.add_argument(
         "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
     )
     coverage_command.add_argument(
+        "--json", action="store_true", help="print the rows and the verdict as JSON"
+    )
+    coverage_command.add_argument(
         "--timeout",
-        type=float,
+        type=_positive(float),
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="limit for each problem's code and each simulation (default: %(default)g)",
@@ -225,10 +290,19 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from ptodsl.tuning import TuningFailed, format_table, tune
+    from ptodsl.tuning import TuningFailed, format_table, tune, tune_json
 
-    if args.budget < 1:
-        raise UserError("--budget must be at least 1")
+    if args.list:
+        if args.spec is not None:
+            raise UsageError("tune --list lists every stored plan: give no spec")
+        sys.stdout.write(_stored_plans(args.json))
+        return EXIT_OK
+    if args.clear:
+        removed = _clear_plans(args.spec, dict(args.dim))
+        print(f"removed {len(removed)} stored plan{'s' * (len(removed) != 1)}")
+        return EXIT_OK
+    if args.spec is None:
+        raise UsageError("tune: give a spec (or --list, or --clear)")
     folder = tuning_dir()
     try:  # before measuring: a folder tune cannot store into fails now, not after minutes
         folder.mkdir(parents=True, exist_ok=True)
@@ -238,24 +312,62 @@ def _tune(args: argparse.Namespace) -> int:
             "(PTODSL_TUNING_DIR or PTODSL_CACHE_DIR sets the folder)"
         ) from None
 
-    def progress(done: int, total: int, measured) -> None:
-        bar = "#" * (20 * done // total)
-        time = f"{measured.cost.sim_time_us:.2f} us" if measured.cost else "failed"
-        line = f"\r[{bar:<20}] {done}/{total} {measured.plan.tuning.describe()}: {time}"
-        print(line.ljust(100)[:100], end="" if done < total else "\n", file=sys.stderr)
+    def measured(plan) -> str:
+        time = f"{plan.cost.sim_time_us:.2f} us" if plan.cost else "failed"
+        return f"{plan.plan.tuning.describe()}: {time}"
 
     try:
-        result = tune(
-            _read_spec(args.spec),
-            dict(args.dim),
-            budget=args.budget,
-            check=not args.no_check,
-            progress=progress,
-        )
+        with _Reporter("plan", "measuring plans in pypto SIM", measured) as progress:
+            result = tune(
+                _read_spec(args.spec),
+                dict(args.dim),
+                budget=args.budget,
+                check=not args.no_check,
+                progress=progress,
+            )
     except TuningFailed as error:
         raise UserError(f"tune: {error}") from None
-    sys.stdout.write(format_table(result))
+    if args.json:
+        print(json.dumps(tune_json(result), indent=2, allow_nan=False))
+    else:
+        sys.stdout.write(format_table(result))
     return EXIT_OK
+
+
+def _stored_plans(as_json: bool) -> str:
+    from ptodsl.tuning_cache import entries
+
+    if as_json:
+        stored = [{**attrs.asdict(e), "path": str(e.path)} for e in entries()]
+        return json.dumps(stored, indent=2, allow_nan=False) + "\n"
+    rows = []
+    for entry in entries():
+        dims = ", ".join(f"{k}={v}" for k, v in sorted((entry.dims or {}).items()))
+        times = "?"
+        if entry.sim_time_us is not None and entry.default_sim_time_us:
+            times = f"{entry.sim_time_us:.2f} (default {entry.default_sim_time_us:.2f})"
+        rows.append(
+            (
+                entry.spec or "?",
+                dims,
+                entry.tuning or "unreadable",
+                times,
+                "yes" if entry.checked else "no (--no-check: compile ignores it)",
+                entry.path.name,
+            )
+        )
+    header = ("spec", "dims", "plan choices", "sim us", "checked", "file")
+    title = f"stored plans in {tuning_dir()}: {len(rows)}\n"
+    return title + (markdown_table(header, rows) if rows else "")
+
+
+def _clear_plans(spec: Path | None, dims: dict[str, int]) -> list[Path]:
+    from ptodsl.target import PYPTO_0_2_0
+    from ptodsl.tuning_cache import forget, forget_all
+
+    if spec is None:
+        return forget_all()
+    return forget(_read_spec(spec).text, dims, PYPTO_0_2_0)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -272,8 +384,6 @@ def _check(args: argparse.Namespace) -> int:
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
             raise UserError(f"cannot read {path}: no such file")
-    if args.timeout <= 0:
-        raise UserError("--timeout must be positive")
     try:
         report = run_check(
             compiled,
@@ -297,24 +407,27 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from ptodsl.coverage import INTERNAL_ERROR, format_table, judged, run_coverage
+    from ptodsl.coverage import INTERNAL_ERROR, coverage_json, format_table, judged, run_coverage
 
-    for folder in (args.problems, args.specs):
-        if not folder.is_dir():
-            raise UserError(f"{folder} is not a folder")
-    if args.timeout <= 0:
-        raise UserError("--timeout must be positive")
+    specs = args.specs
+    if specs is None:
+        if not REPOSITORY_SPECS.is_dir():  # installed without the repository's examples
+            raise UsageError("--specs: give the folder of specs (no examples/kernelbench here)")
+        specs = REPOSITORY_SPECS
 
-    def progress(done: int, total: int, row) -> None:
-        # one line per problem as it finishes; the table itself is printed once, at the end
+    def finished(row) -> str:  # the table itself is printed once, at the end
         wall = "" if row.wall_s is None else f" in {row.wall_s:.0f} s"
-        print(f"[{done}/{total}] #{row.number} {row.problem}: {row.verdict}{wall}", file=sys.stderr)
+        return f"#{row.number} {row.problem}: {row.verdict}{wall}"
 
     only = args.only or ()
-    rows = run_coverage(args.problems, args.specs, only, progress, args.timeout)
+    with _Reporter("problem", "checking problems", finished) as progress:
+        rows = run_coverage(args.problems, specs, only, progress, args.timeout)
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
-    sys.stdout.write(format_table(rows, only))
+    if args.json:
+        print(json.dumps(coverage_json(rows, only), indent=2, allow_nan=False))
+    else:
+        sys.stdout.write(format_table(rows, only))
     if any(row.verdict.startswith(INTERNAL_ERROR) for row in rows):
         print(
             "ptodsl: internal errors in the rows above are bugs in ptodsl; report them with "
@@ -323,6 +436,28 @@ def _coverage(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERNAL
     return EXIT_OK if all(row.verdict == "PASS" for row in judged(rows, only)) else EXIT_SPEC_ERROR
+
+
+class _Reporter:
+    """The progress callback of `tune` and `coverage`: `progress(0, total, None)` starts a
+    `Progress` of `unit`s titled `title`, each later call is a step `describe(item)`."""
+
+    def __init__(self, unit: str, title: str, describe):
+        self.unit, self.title, self.describe = unit, title, describe
+        self.progress: Progress | None = None
+
+    def __call__(self, done: int, total: int, item) -> None:
+        if self.progress is None:
+            self.progress = Progress(total, self.unit, self.title)
+        if item is not None:
+            self.progress.step(self.describe(item))
+
+    def __enter__(self) -> _Reporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.close()
 
 
 class Terminated(BaseException):
@@ -366,7 +501,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)
-        return EXIT_SPEC_ERROR
+        return EXIT_USAGE if isinstance(error, UsageError) else EXIT_SPEC_ERROR
     except KeyboardInterrupt:
         return 130
     except Terminated as stop:

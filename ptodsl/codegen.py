@@ -231,34 +231,84 @@ def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:
 
 def _factory(kernel: ir.Kernel) -> list[str]:
     emitter = PythonEmitter({}, SCALAR_SPELLING, lambda ref: ref.name)
-    arguments = ", ".join(factory_arguments(kernel))
+    scalars = [
+        f"    {stmt.name} = {emitter.emit(stmt.value)}"
+        for stmt in kernel.body
+        if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value)
+    ]
+    staging = kernel.program.staging if kernel.program else ()
+    tensors = [
+        *map(_declared_parameter, kernel.inputs),
+        *(_buffer_parameter(s) for s in staging),
+        *map(_declared_parameter, kernel.outputs),
+    ]
+    summary = [
+        f'"""Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for',
+        'these sizes: compile the spec with other dims for others."""',
+    ]
+    function = (kernel_function_name(kernel), tensors, _kernel_lines(kernel))
+    return _jit_factory(
+        kernel, factory_name(kernel), factory_arguments(kernel), summary, scalars, function
+    )
+
+
+def _staging_factory(kernel: ir.Kernel, staging: ir.Staging) -> list[str]:
+    summary = [
+        f'"""Builds the launch that writes `{staging.source}` spaced and padded with zeros',
+        f"into the buffer the `{kernel.name}` kernel's convolution views (phase "
+        f'{staging.phase})."""',
+    ]
+    tensors = [_declared_parameter(kernel.input(staging.source)), _buffer_parameter(staging)]
+    lines = _Printer().lines(staging.instructions, " " * 8)
+    function = (staging_function_name(kernel, staging), tensors, lines)
+    return _jit_factory(kernel, staging_factory_name(kernel, staging), [], summary, [], function)
+
+
+def staging_factory_name(kernel: ir.Kernel, staging: ir.Staging) -> str:
+    return f"_make_{kernel.name}{staging.buffer}_kernel"
+
+
+def staging_function_name(kernel: ir.Kernel, staging: ir.Staging) -> str:
+    return f"_{kernel.name}{staging.buffer}_kernel"
+
+
+def _declared_parameter(tensor: ir.Tensor) -> str:
+    shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
+    return f"{tensor.name}: pypto.Tensor({shape}, pypto.{tensor.type.dtype.pypto_name}),"
+
+
+def _buffer_parameter(staging: ir.Staging) -> str:
+    shape = _tuple_text(staging.type.shape)
+    return f"{staging.buffer}: pypto.Tensor({shape}, pypto.{staging.type.dtype.pypto_name}),"
+
+
+def _jit_factory(
+    kernel: ir.Kernel,
+    name: str,
+    arguments: list[str],
+    summary: list[str],
+    scalars: list[str],
+    function: tuple[str, list[str], list[str]],
+) -> list[str]:
+    """A cached factory `name(*arguments)` of one jit function: `function` is its name, its
+    tensor parameters and its body's lines; `scalars` are computed before it."""
+    function_name, tensors, body_lines = function
     lines = [
         "@functools.cache",
-        f"def {factory_name(kernel)}({arguments}):",
-        *paragraph(
-            [
-                f'"""Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for',
-                'these sizes: compile the spec with other dims for others."""',
-            ],
-            "    ",
-        ),
+        f"def {name}({', '.join(arguments)}):",
+        *paragraph(summary, "    "),
     ]
-    body = []
-    for stmt in kernel.body:
-        if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value):
-            body.append(f"    {stmt.name} = {emitter.emit(stmt.value)}")
-    body.append("")
-    body.append('    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})')
-    body.append(f"    def {kernel_function_name(kernel)}(")
-    for tensor in (*kernel.inputs, *kernel.outputs):
-        shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
-        body.append(
-            f"        {tensor.name}: pypto.Tensor({shape}, pypto.{tensor.type.dtype.pypto_name}),"
-        )
-    body.append("    ):")
-    body += _kernel_lines(kernel)
-    body.append("")
-    body.append(f"    return {kernel_function_name(kernel)}")
+    body = [
+        *scalars,
+        "",
+        '    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})',
+        f"    def {function_name}(",
+        *(f"        {tensor}" for tensor in tensors),
+        "    ):",
+        *body_lines,
+        "",
+        f"    return {function_name}",
+    ]
     # The dims the body names (a size-1 or merged-away dim may appear nowhere).
     text = "\n".join(body)
     used = [d for d in kernel.dims if re.search(rf"\b{d.name}\b", text)]
@@ -331,6 +381,13 @@ def _model(kernel: ir.Kernel) -> list[str]:
             reshape = ""
         lines.append(f"        {name} = {value}.contiguous(){reshape}")
         call.append((tensor, name))
+    staging = kernel.program.staging
+    for buffer in staging:  # one launch's, written by its staging launch before the kernel
+        lines.append(
+            f"        {buffer.buffer} = torch.empty({_tuple_text(buffer.type.shape)}, "
+            f"dtype=torch.{buffer.type.dtype.torch_name}, device={device})"
+        )
+        call.append((None, buffer.buffer))
     for tensor in kernel.outputs:
         shape = kernel.forward_shape(tensor) if kernel.launches else tensor.kernel_shape
         lines.append(
@@ -339,7 +396,10 @@ def _model(kernel: ir.Kernel) -> list[str]:
         )
         call.append((tensor, tensor.name))
     if kernel.launches is None:
-        lines += emit_call("_launch", [*factory, *(name for _, name in call)], "        ")
+        arguments = dict(_launch_arguments(kernel, call))
+        for buffer in staging:
+            lines += _staging_launch(kernel, buffer, arguments, "        ")
+        lines += emit_call("_launch", [*factory, *arguments.values()], "        ")
     else:
         lines += _launch_loops(kernel, factory, call)
     results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
@@ -359,6 +419,9 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
         f"        for start in range(0, {launches.extent}, {chunk}):",
     ]
     indent = "            "
+    arguments = dict(_launch_arguments(kernel, call))
+    for buffer in kernel.program.staging:  # once per sample chunk, before its channels
+        lines += _staging_launch(kernel, buffer, arguments, indent)
     channels = launches.channels
     if channels is not None:
         lines += [
@@ -366,14 +429,30 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
             f"{indent}for channel in range(0, {channels.extent}, {channels.chunk}):",
         ]
         indent += "    "
+    return lines + emit_call("_launch", [*factory, *arguments.values()], indent)
+
+
+def _launch_arguments(kernel: ir.Kernel, call: list) -> list[tuple[str, str]]:
+    """Each tensor's name and the argument one launch gets: its chunk, reshaped to the
+    kernel's shape, when the launches cut it (a staging buffer is one launch's)."""
     arguments = []
     for tensor, name in call:
-        cuts = kernel.launch_cuts(tensor)
+        cuts = kernel.launch_cuts(tensor) if tensor is not None else ()
+        argument = name
         if cuts:
             index = ", ".join(cut.index_text() for cut in cuts)
-            name = f"{name}[{index}].reshape{_arguments_text(tensor.kernel_shape)}"
-        arguments.append(name)
-    return lines + emit_call("_launch", [*factory, *arguments], indent)
+            argument = f"{name}[{index}].reshape{_arguments_text(tensor.kernel_shape)}"
+        arguments.append((name if tensor is None else tensor.name, argument))
+    return arguments
+
+
+def _staging_launch(
+    kernel: ir.Kernel, staging: ir.Staging, arguments: dict[str, str], indent: str
+) -> list[str]:
+    """The staging launch: the kernel input it reads, the buffer it writes."""
+    factory = [staging_factory_name(kernel, staging), "()", "1"]
+    tensors = [arguments[staging.source], arguments[staging.buffer]]
+    return emit_call("_launch", [*factory, *tensors], indent)
 
 
 # Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.
@@ -389,6 +468,7 @@ def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
             ]
         ),
         "",
+        *_tuned_stamp(kernel),
         *RUN_MODES,
         '"""',
         "",
@@ -408,11 +488,24 @@ def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
             f"# ruff: noqa: E741 (the spec's names {names} are kept as written)"
         ]
     helpers = _HELPERS + (_EXPECT_ARGUMENT if any(p.fixed for p in kernel.params) else "")
-    parts = [helpers.strip("\n").splitlines(), _factory(kernel), _model(kernel)]
+    staging = [_staging_factory(kernel, st) for st in kernel.program.staging]
+    parts = [helpers.strip("\n").splitlines(), _factory(kernel), *staging, _model(kernel)]
     lines = header
     for part in parts:
         lines += ["", "", *part]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _tuned_stamp(kernel: ir.Kernel) -> list[str]:
+    """The docstring's paragraph on a tuned plan: a reader should know the plan is not the
+    default one, and how to get that."""
+    if kernel.tuning is None:
+        return []
+    text = [
+        f"Tuned: {kernel.tuning.describe()} (`ptodsl tune`'s plan choices; compile with",
+        "--untuned for the default plan).",
+    ]
+    return [*paragraph(text), ""]
 
 
 # What `forward` returns in each mode, in every generated module's docstring.

@@ -12,6 +12,7 @@ its row names those dims and says why.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -198,12 +199,12 @@ def run_coverage(
     problems_dir: Path,
     specs_dir: Path,
     only: Iterable[int] = (),
-    progress: Callable[[int, int, Row], None] = lambda done, total, row: None,
+    progress: Callable[[int, int, Row | None], None] = lambda done, total, row: None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
-    row)` hears of each row as it is made."""
+    row)` hears of each row as it is made, and `progress(0, total, None)` before the first."""
     problems = by_number(problems_dir.glob("*.py"))
     specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
@@ -213,6 +214,7 @@ def run_coverage(
         if not wanted or number in wanted
     ]
     total = sum(len(paths) for _, paths in chosen)
+    progress(0, total, None)
     rows = []
     for number, paths in chosen:
         for problem in paths:
@@ -236,6 +238,20 @@ def judged(rows: list[Row], only: Iterable[int] = ()) -> list[Row]:
     """The rows that decide the run: all of them when problems were named (`--only`), else
     those with a spec (a problem folder may hold problems ptodsl has no spec for yet)."""
     return rows if only else [row for row in rows if row.verdict != NO_SPEC]
+
+
+def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
+    """The rows and the count `format_table` prints, as JSON-ready values."""
+    counted = judged(rows, only)
+
+    def finite(value: object) -> object:  # JSON has no inf or nan: null, the verdict says why
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    return {
+        "rows": [attrs.asdict(row, value_serializer=lambda _, __, v: finite(v)) for row in rows],
+        "passed": sum(row.verdict == "PASS" for row in counted),
+        "judged": len(counted),
+    }
 
 
 def format_table(rows: list[Row], only: Iterable[int] = ()) -> str:

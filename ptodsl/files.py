@@ -13,11 +13,14 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
+import platformdirs
+
 
 def cache_dir() -> Path:
-    """Where ptodsl keeps what it builds: `PTODSL_CACHE_DIR`, else ~/.cache/ptodsl."""
+    """Where ptodsl keeps what it builds: `PTODSL_CACHE_DIR`, else the platform's user cache
+    folder (platformdirs: `$XDG_CACHE_HOME/ptodsl`, by default ~/.cache/ptodsl on Linux)."""
     configured = os.environ.get("PTODSL_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "ptodsl"
+    return Path(configured) if configured else platformdirs.user_cache_path("ptodsl")
 
 
 def write_atomically(

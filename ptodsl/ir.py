@@ -892,6 +892,7 @@ class Kernel:
     program: Program | None = None  # the schedule materialised into instructions
     launches: Launches | None = None  # set by the launches pass when one launch is too big
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
+    tuning: Tuning | None = None  # plan choices other than the defaults (`ptodsl tune`'s)
 
     def launch_cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
         """The axes of `tensor` each launch gets only a chunk of (none without launches)."""
@@ -1118,10 +1119,11 @@ def format_kernel(kernel: Kernel) -> str:
             plan, rows = phase.conv, phase.conv.rows
             cube = [list(extents) for extents in plan.cube]
             cores = "depthwise, vector cores" if plan.vector else f"cube tile {cube}"
+            staged = " by a launch of its own" if plan.staged else ""
             lines.append(
                 f"    convolution: batch loop {plan.batch} x 1, rows loop on axis {rows.axis}: "
                 f"{rows.count} x {rows.chunk} + tail {rows.tail}; pad {list(plan.front)} + "
-                f"{list(plan.back)}; {cores}"
+                f"{list(plan.back)}{staged}; {cores}"
             )
             lines += [f"    tile {list(tile)} for {list(shape)}" for shape, tile in plan.tiles]
         for step in phase.window or ():
@@ -1134,6 +1136,12 @@ def format_kernel(kernel: Kernel) -> str:
             )
     if kernel.program is not None:
         lines.append("  materialised:")
+        for staging in kernel.program.staging:
+            lines.append(
+                f"    staging launch for phase {staging.phase}: {staging.source} -> "
+                f"{staging.buffer}: {staging.type}"
+            )
+            lines += format_instructions(staging.instructions, "      ")
         for code in kernel.program.phases:
             lines.append(f"    phase {code.phase}:")
             lines += format_instructions(code.instructions, "      ")
@@ -1251,6 +1259,9 @@ class ConvPlan:
     # a depthwise convolution on the vector cores: per tap, the view of every channel times
     # the tap's column of the weight, summed (no matmuls of one channel)
     vector: bool = False
+    # the input spaced and padded by a launch of its own into device memory, which the
+    # taps view (see Staging)
+    staged: bool = False
 
     def tile(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         return dict(self.tiles)[shape]
@@ -1455,8 +1466,24 @@ class PhaseCode:
 
 
 @attrs.frozen
+class Staging:
+    """A launch of its own before the kernel's: `instructions` read input `source` and write
+    `buffer` whole, a tensor in device memory the kernel then takes as an input (a
+    convolution's input spaced and padded with zeros: pypto charges views of a padded value
+    built inside the kernel some 50 times more, and its simulator runs out of workspace on
+    the larger ones)."""
+
+    phase: int  # the convolution phase that reads the buffer
+    buffer: str
+    type: TensorType
+    source: str
+    instructions: tuple[Instruction, ...]
+
+
+@attrs.frozen
 class Program:
     phases: tuple[PhaseCode, ...]
+    staging: tuple[Staging, ...] = ()
 
 
 def format_indexes(offsets: tuple[Index, ...]) -> str:

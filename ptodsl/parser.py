@@ -324,7 +324,11 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> SpecErro
     else:
         span = _span(token)
     message = f"unexpected {_describe_token(token)}" + _describe_expected(error.expected)
-    return SpecError(message, span)
+    note = None
+    declaration = _lines(text)[token.line - 1].lstrip() if token.line else ""
+    if token.type == "_NL" and "EQUAL" in error.expected and declaration.startswith("weight"):
+        note = s.WEIGHT_INIT_NOTE  # `weight b: f32[N]` with no value
+    return SpecError(message, span, note=note)
 
 
 def parse(text: str) -> s.Spec:

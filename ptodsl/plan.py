@@ -45,6 +45,7 @@ def _phase(kernel: ir.Kernel, phase: ir.Phase, itemsize: int, target: Target) ->
             "batch_loop": plan.batch,
             "rows_loop": _loop(plan.rows),
             "pad": {"front": list(plan.front), "back": list(plan.back)},
+            "padded_by_a_staging_launch": plan.staged,
             "depthwise_on_vector_cores": plan.vector,
             "tiles": [
                 {"shape": list(shape), "tile": list(tile), "auto_tiles": auto_tiles(shape, tile)}

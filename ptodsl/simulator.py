@@ -13,7 +13,6 @@ from __future__ import annotations
 import configparser
 import csv
 import ctypes
-import fcntl
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from typing import Any, NamedTuple
 
 import attrs
 import torch
+from filelock import FileLock
 
 from ptodsl.files import cache_dir
 from ptodsl.workers import (
@@ -167,8 +167,7 @@ def _build_calculator_locked(
     source_dir: Path, cmake_defines: Mapping[str, str], target: Path
 ) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_name(target.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(target.with_name(target.name + ".lock")):
         if _intact(target / _CALCULATOR_SO):  # another process built it meanwhile
             return
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:

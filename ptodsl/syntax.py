@@ -6,6 +6,13 @@ import attrs
 
 from ptodsl.diagnostics import Span
 
+# What a weight's declaration may start it as (the parser's and the checker's note).
+WEIGHT_INIT_NOTE = (
+    "a weight starts as `ones`, `zeros`, a number (`= 2.0`) or a draw from torch's RNG "
+    "(`= randn`, `= rand`, `= randn * 0.02`); a torch module's parameters are one "
+    "declaration: `weight fc: linear(K, N)`"
+)
+
 # ---- expressions -------------------------------------------------------------------------
 
 

@@ -12,10 +12,13 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from ptodsl import __version__, ir
 from ptodsl.files import cache_dir, write_atomically
@@ -121,3 +124,86 @@ def store_record(
 ) -> None:
     path = _cache_path(text, dims, target, checked)
     write_atomically(path, json.dumps({**record, "checked": checked}, indent=2) + "\n")
+
+
+def forget(text: str, dims: Mapping[str, int] | None, target: Target) -> list[Path]:
+    """Removes the spec's entries at these dims (checked and `--no-check`); returns them."""
+    removed = []
+    for checked in (True, False):
+        path = _cache_path(text, dims, target, checked)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
+
+
+@attrs.frozen
+class Entry:
+    """One stored plan as `ptodsl tune --list` shows it (None where an entry written before
+    these fields existed, or an edited one, does not say)."""
+
+    path: Path
+    spec: str | None
+    dims: dict[str, int] | None
+    tuning: str | None
+    sim_time_us: float | None
+    default_sim_time_us: float | None
+    checked: bool
+
+
+# An entry's file name: its key (cache_key), `.unchecked` for a `--no-check` tune's record.
+_ENTRY_NAME = re.compile(r"^[0-9a-f]{24}(\.unchecked)?\.json$")
+
+
+def _entry_paths() -> list[Path]:
+    """The files tune wrote in the tuning folder (it may be a folder of other files too:
+    PTODSL_TUNING_DIR names any)."""
+    return sorted(p for p in tuning_dir().glob("*.json") if _ENTRY_NAME.match(p.name))
+
+
+def forget_all() -> list[Path]:
+    """Removes every entry; returns them."""
+    removed = []
+    for path in _entry_paths():
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def entries() -> list[Entry]:
+    """The tuning cache's entries, by spec file name, then file name."""
+    found = []
+    for path in _entry_paths():
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            record = {}
+        try:
+            tuning = _tuning(record.get("tuning")).describe()
+        except BadEntry:
+            tuning = None
+        found.append(
+            Entry(
+                path,
+                _text_or_none(record.get("spec")),
+                record.get("dims") if isinstance(record.get("dims"), dict) else None,
+                tuning,
+                _number_or_none(record.get("sim_time_us")),
+                _number_or_none(record.get("default_sim_time_us")),
+                record.get("checked") is True,
+            )
+        )
+    return sorted(found, key=lambda e: (e.spec or "", e.path.name))
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number_or_none(value: Any) -> float | None:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if is_number else None

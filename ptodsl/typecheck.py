@@ -61,11 +61,14 @@ FIXED_FLAG_TYPE = "bool"  # `param return_indices: bool = false`: a fixed flag
 # `= ones`, `= zeros` (or any number) fill; `= randn`, `= rand` (times a number) draw.
 WEIGHT_FILLS = {"ones": 1.0, "zeros": 0.0}
 WEIGHT_DRAWS = ("randn", "rand")
-WEIGHT_INIT_NOTE = (
-    "a weight starts as `ones`, `zeros`, a number (`= 2.0`) or a draw from torch's RNG "
-    "(`= randn`, `= rand`, `= randn * 0.02`); a torch module's parameters are one "
-    "declaration: `weight fc: linear(K, N)`"
-)
+# What `cast` widens to f32 exactly.
+HALF_PRECISION = frozenset({ir.DType.F16, ir.DType.BF16})
+# Keyword names torch or numpy use where a spec has its own: a did-you-mean, not a typo.
+KEYWORD_ALIASES = {"dim": "axis", "keepdims": "keepdim", "kernel_size": "size"}
+# Python's spellings of the spec's words.
+NAME_ALIASES = {"True": "true", "False": "false"}
+# Names every spec can read unless it declares them itself.
+CONSTANTS = {"pi": math.pi}
 # Integers reach the kernel's f32 arithmetic exactly up to 2^24.
 MAX_EXACT_INTEGER = 1 << 24
 # PyPTO's tensors have at most 4 axes; a declared tensor may have more (3-D pooling's
@@ -185,6 +188,20 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     cutoff is strict: `gelu` is not a typo of `relu`."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
     return f"did you mean `{close[0]}`? " if close else ""
+
+
+def _keyword_note(name: str, allowed: tuple[str, ...]) -> str:
+    """What to write instead of keyword `name`: the spec's name for torch's, a close one, or
+    the ones the function takes."""
+    alias = KEYWORD_ALIASES.get(name)
+    if alias in allowed:
+        return f"did you mean `{alias}=`? (`{name}` is torch's or numpy's name for it)"
+    close = did_you_mean(name, allowed).strip()
+    if close:
+        return close
+    if not allowed:
+        return "it takes no keywords"
+    return "it takes " + ", ".join(f"`{keyword}=`" for keyword in allowed)
 
 
 def _dtype(name: str, span: Span) -> ir.DType:
@@ -427,7 +444,7 @@ class _TypeChecker:
             raise SpecError(
                 f"unknown initial value `{name.id}`",
                 name.span,
-                note=did_you_mean(name.id, known) + WEIGHT_INIT_NOTE,
+                note=did_you_mean(name.id, known) + s.WEIGHT_INIT_NOTE,
             )
         scale = node.rhs.value if isinstance(node, s.Binary) else 1.0
         return ir.Drawn(name.id, scale)
@@ -723,10 +740,13 @@ class _TypeChecker:
                 node.span,
                 note="bind the value with `let` and use that name instead",
             )
-        readable = [*self.inputs, *self.params, *self.lets, *self.dims]
-        raise SpecError(
-            f"unknown name `{name}`", node.span, note=did_you_mean(name, readable).strip() or None
-        )
+        if name in CONSTANTS:
+            return ir.Const(CONSTANTS[name], node.span)
+        readable = [*self.inputs, *self.params, *self.lets, *self.dims, *CONSTANTS]
+        note = did_you_mean(name, readable).strip() or None
+        if name in NAME_ALIASES:
+            note = f"did you mean `{NAME_ALIASES[name]}`? (the spec's spelling)"
+        raise SpecError(f"unknown name `{name}`", node.span, note=note)
 
     def expr_Bool(self, node: s.Bool) -> ir.Expr:  # noqa: N802
         raise SpecError("`true`/`false` only go to keyword arguments such as keepdim", node.span)
@@ -819,13 +839,6 @@ class _TypeChecker:
         """window_max(x, axis=[2, 3], size=2, stride=2, padding=1, dilation=3): torch's
         pooling over any axes. A single value applies to every axis; a list gives one per
         axis, in increasing axis order. stride defaults to size, as in torch."""
-        for argument in node.keywords:
-            if argument.name == "kernel_size":  # torch's pooling name
-                raise SpecError(
-                    f"unexpected keyword `kernel_size` for `{node.func}`",
-                    argument.span,
-                    note="did you mean `size=`? the window's length",
-                )
         keywords = self.keywords(node, WINDOW_KEYWORDS)
         operand = self.tensor_operand(node)
         if "axis" not in keywords:
@@ -1273,6 +1286,8 @@ class _TypeChecker:
             return self.where(node)
         if name == "clamp":
             return self.clamp(node)
+        if name == "cast":
+            return self.widen(node)
         if name in UNARY_FUNCTIONS:
             (operand,) = self.positional(node, 1)
             return self.elementwise(name, (operand,), node.span)
@@ -1289,7 +1304,8 @@ class _TypeChecker:
             | set(MASKS)
             | set(ARG_REDUCTIONS)
             | set(WINDOWS)
-            | {"where", "clamp", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec, *RESHAPES}
+            | {"where", "clamp", "cast", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec}
+            | set(RESHAPES)
         )
         if name in SPELLED_OUT:
             raise SpecError(
@@ -1356,14 +1372,43 @@ class _TypeChecker:
         result = ir.TensorType(shape, operand.type.dtype)
         return ir.Op("reshape", (operand,), result, node.span, ir.Reshape(shape))
 
+    def widen(self, node: s.Call) -> ir.Expr:
+        """`cast(x, f32)`: a half-precision tensor's values as f32, exactly (f16 inputs, f32
+        accumulation). Only widening: a narrowing cast rounds, which the check's error
+        bounds would have to charge."""
+        if len(node.args) != 2 or node.keywords:
+            raise SpecError("`cast` takes a tensor and a dtype: `cast(x, f32)`", node.span)
+        operand, target = node.args
+        if not isinstance(target, s.Name):
+            raise SpecError("`cast`'s second argument is a dtype, such as `f32`", target.span)
+        dtype = _dtype(target.id, target.span)
+        value = self.expr(operand)
+        if not isinstance(value.type, ir.TensorType):
+            raise SpecError("`cast` takes a tensor", operand.span)
+        source = value.type.dtype
+        if source == dtype:
+            return value
+        if not (source in HALF_PRECISION and dtype == ir.DType.F32):
+            raise SpecError(
+                f"cast from {source.value} to {dtype.value} is not supported",
+                node.span,
+                note="ptodsl casts f16 and bf16 up to f32 only (a narrowing cast rounds)",
+            )
+        return ir.cast(value, dtype)
+
     def keywords(self, node: s.Call, allowed: tuple[str, ...]) -> dict[str, s.Keyword]:
         found = {}
         for argument in node.keywords:
-            if argument.name not in allowed or argument.name in found:
+            name = argument.name
+            if name in found:
+                raise SpecError(f"keyword `{name}` given twice to `{node.func}`", argument.span)
+            if name not in allowed:
                 raise SpecError(
-                    f"unexpected keyword `{argument.name}` for `{node.func}`", argument.span
+                    f"unexpected keyword `{name}` for `{node.func}`",
+                    argument.span,
+                    note=_keyword_note(name, allowed),
                 )
-            found[argument.name] = argument
+            found[name] = argument
         return found
 
     def axes(self, argument: s.Keyword | None, rank: int, func: str) -> tuple[int, ...]:
@@ -1406,7 +1451,10 @@ class _TypeChecker:
         if argument is None:
             return False
         if not isinstance(argument.value, s.Bool):
-            raise SpecError(f"{argument.name} is `true` or `false`", argument.value.span)
+            value = argument.value
+            spelled = NAME_ALIASES.get(value.id) if isinstance(value, s.Name) else None
+            note = f"did you mean `{spelled}`? (the spec's spelling)" if spelled else None
+            raise SpecError(f"{argument.name} is `true` or `false`", value.span, note=note)
         return argument.value.value
 
     def tensor_operand(self, node: s.Call) -> ir.Expr:

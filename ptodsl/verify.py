@@ -51,7 +51,9 @@ After `materialise`: every phase of the schedule has its instructions, in order,
 - a loop is its phase's planned loop (axis, count, chunk, tail), its tail block is there
   exactly when the tail is not empty, and its variables shadow no name;
 - a matmul runs after cube tiles were set in its phase, any other computation after vector
-  tiles were, and every vector tile fits the tile budget.
+  tiles were, and every vector tile fits the tile budget;
+- a staging launch belongs to a convolution phase whose plan stages its input, reads only
+  that kernel input, and writes its buffer (a new name) whole, as its phase's batch loop.
 """
 
 from __future__ import annotations
@@ -590,6 +592,10 @@ class _ProgramVerifier:
             for s in kernel.body
             if isinstance(s, ir.Let) and ir.is_scalar(s.value)  # Python in the factory
         }
+        for staging in kernel.program.staging:
+            self.phase = phases[staging.phase] if 0 <= staging.phase < len(phases) else None
+            self.staging(staging, names)
+            names[staging.buffer] = staging.type
         for code in kernel.program.phases:
             self.where = f"phase {code.phase}"
             self.phase = phases[code.phase] if 0 <= code.phase < len(phases) else None
@@ -601,6 +607,29 @@ class _ProgramVerifier:
         for name in sorted(self.unwritten):
             kind = "output" if name in self.outputs else "temporary"
             self.fail(f"{kind} `{name}` is never written whole")
+
+    def staging(self, staging: ir.Staging, names: dict[str, ir.Type]) -> None:
+        """A staging launch is its convolution phase's batch loop over the kernel input it
+        reads, nothing else, and writes its buffer whole: a name of its own, which the
+        kernel's phases then read as an input."""
+        self.where = f"staging launch of `{staging.buffer}`"
+        self.vector_tiles = self.cube_tiles = False
+        if self.phase is None or self.phase.conv is None or not self.phase.conv.staged:
+            self.fail(f"stages an input for phase {staging.phase}, which does not read one")
+        inputs = {t.name for t in self.kernel.inputs}
+        if staging.source not in inputs:
+            self.fail(f"reads `{staging.source}`, not a kernel input")
+        if staging.buffer in names:
+            self.fail(f"writes `{staging.buffer}`, a name the kernel already has")
+        own = {n: t for n, t in names.items() if n == staging.source or n not in self.reserved}
+        self.reserved.add(staging.buffer)
+        self.unwritten.add(staging.buffer)
+        scope = _Scope({**own, staging.buffer: staging.type})
+        self.block(staging.instructions, scope)
+        self.covered(scope.pieces, "the staging launch")
+        if staging.buffer in self.unwritten:
+            self.fail(f"the buffer `{staging.buffer}` is never written whole")
+            self.unwritten.discard(staging.buffer)
 
     def block(self, instructions: tuple[ir.Instruction, ...], scope: _Scope) -> dict[str, ir.Type]:
         """Checks instructions in order; returns the names they bind."""

@@ -78,3 +78,44 @@ def test_forward_checks_its_arguments_under_python_O(tmp_path):
         "ValueError x: expected shape (16, 16384), got (16, 8)",
         "TypeError x: expected torch.float32, got torch.int32",
     ]
+
+
+def test_compiled_says_what_it_is():
+    text = repr(ptodsl.compile(RELU))
+    assert (
+        text.startswith("<Compiled 'relu' from ") and "19_relu.pto: default plan, 1 launch>" in text
+    )
+    conv = ROOT / "examples" / "kernelbench" / "80_conv2d_asymmetric_kernel_dilated_padded.pto"
+    assert repr(ptodsl.compile(conv)).endswith("8 launches, each after 1 staging launch>")
+
+
+def test_help_shows_a_short_signature():
+    """`help(ptodsl.compile)` once printed the whole default target (45 form strings)."""
+    import pydoc
+
+    signature = pydoc.render_doc(ptodsl.compile, renderer=pydoc.plaintext).splitlines()[2]
+    assert len(signature) < 250 and "target: 'Target | None' = None" in signature
+
+
+def test_the_package_is_typed():
+    from importlib.resources import files
+
+    assert files("ptodsl").joinpath("py.typed").is_file()
+
+
+def test_check_and_tune_are_public_functions(tmp_path, monkeypatch):
+    compiled = ptodsl.compile(RELU, dims={"batch_size": 2, "dim": 64})
+    report = ptodsl.check(compiled, seed=3)
+    assert report.ok and report.seed == 3 and report.sim_time_us > 0
+    monkeypatch.setenv("PTODSL_TUNING_DIR", str(tmp_path))
+    result = ptodsl.tune(RELU, dims={"batch_size": 2, "dim": 64}, budget=1, check=False)
+    assert len(result.measured) == 1 and result.measured[0].cost.sim_time_us > 0
+
+
+def test_pi_is_a_constant_a_spec_may_shadow():
+    spec = "kernel k\ndims N = 64\ninput x: f32[N]\n{}output y: f32[N]\ny = x * pi\n"
+    compiled = ptodsl.compile(spec.format(""))
+    assert "3.141592653589793" in compiled.source
+    assert "3.141592653589793" in compiled.reference_source
+    shadowed = ptodsl.compile(spec.format("param pi: f32 = 3.0\n"))
+    assert "3.141592653589793" not in shadowed.source

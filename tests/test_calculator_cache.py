@@ -76,3 +76,13 @@ def test_a_failed_build_leaves_the_cache_as_it_was(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="no compiler"):
         build_if_needed(target)
     assert [p.name for p in target.parent.iterdir()] == ["key.lock"]
+
+
+def test_the_cache_folder_follows_xdg(tmp_path, monkeypatch):
+    from ptodsl.files import cache_dir
+
+    monkeypatch.delenv("PTODSL_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "ptodsl"
+    monkeypatch.setenv("PTODSL_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"

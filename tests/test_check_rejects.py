@@ -559,3 +559,23 @@ y = (x * s) @ w.T
 def test_a_wrong_matmul_of_a_computed_value_fails(old, new, tmp_path):
     report = rejected(tmp_path, SCALED_SQUARE, old, new)
     assert not report.ok
+
+
+MIXED = """kernel mixed_sum
+dims N = 16, D = 1024
+input x: f16[N, D]
+output y: f32[N]
+y = sum(cast(x, f32) * cast(x, f32), axis=1)
+"""
+
+
+def test_half_precision_work_where_the_spec_widens_first_fails(tmp_path):
+    """`cast(x, f32)` widens f16 inputs before the products: a kernel that squares in f16
+    and widens after rounds every product to 11 bits, which the f32 bound does not allow."""
+    report = rejected(
+        tmp_path,
+        MIXED,
+        "_t0 = pypto.cast(x, pypto.DT_FP32)\n        y[:] = pypto.sum(_t0 * _t0, 1, keepdim=True)",
+        "_t0 = pypto.cast(x * x, pypto.DT_FP32)\n        y[:] = pypto.sum(_t0, 1, keepdim=True)",
+    )
+    assert not report.ok and report.outputs[0].mismatched > 0

@@ -151,6 +151,39 @@ def test_missing_file_and_usage_errors(tmp_path):
         assert bad_seed.returncode == 2 and why in bad_seed.stderr, bad_seed.stderr
 
 
+USAGE_ERRORS = {
+    "budget_zero": (("tune", ELU, "--budget", "0"), "argument --budget: 0 is not above 0"),
+    "budget_not_a_number": (("tune", ELU, "--budget", "two"), "'two' is not a number"),
+    "timeout_zero": (("check", ELU, "--timeout", "0"), "argument --timeout: 0 is not above 0"),
+    "timeout_nan": (("coverage", ".", "--timeout", "nan"), "nan is not above 0"),
+    "problems_not_a_folder": (("coverage", "no-such-folder"), "no-such-folder is not a folder"),
+    "specs_not_a_folder": (("coverage", ".", "--specs", "nope"), "--specs: nope is not a folder"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(USAGE_ERRORS))
+def test_bad_options_are_usage_errors(case, tmp_path):
+    """Exit 2 (the README's usage error), before any work: a bad option's value."""
+    arguments, message = USAGE_ERRORS[case]
+    result = ptodsl(*arguments, cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_debug_goes_before_or_after_the_command():
+    for arguments in (("--debug", "compile", ELU), ("compile", ELU, "--debug")):
+        result = ptodsl(*arguments, "--emit", "ast")
+        assert result.returncode == 0, result.stderr
+
+
+def test_coverage_finds_the_repository_specs_from_any_folder(tmp_path):
+    """The default --specs is the repository's folder, not one relative to the working
+    directory: from elsewhere, an empty problems folder is the only complaint."""
+    result = ptodsl("coverage", tmp_path, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "no numbered problem files" in result.stderr, result.stderr
+
+
 def test_check_passes_and_reports(tmp_path):
     result = ptodsl("check", KERNELBENCH / "19_relu.pto", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -310,3 +343,58 @@ def test_a_stopped_check_leaves_no_worker_and_no_folder(tmp_path, stop):
     assert list(scratch.iterdir()) == []
     workers = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
     assert workers.stdout == "", "a worker outlived its check"
+
+
+@pytest.mark.parametrize("benchmark", ["run", "full_shapes", "bounds", "interpret", "schedule"])
+def test_every_benchmark_prints_its_help(benchmark):
+    result = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{benchmark}", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0 and result.stdout.startswith("usage: "), result.stderr
+
+
+def test_coverage_and_tune_print_json(tmp_path):
+    problems, specs = tmp_path / "problems", tmp_path / "specs"
+    problems.mkdir()
+    specs.mkdir()
+    (problems / "19_relu.py").write_text("# no spec pairs with it\n")
+    result = ptodsl("coverage", problems, "--specs", specs, "--json", "--only", "19")
+    report = json.loads(result.stdout)  # a named problem without a spec fails the run
+    assert result.returncode == 1 and report["passed"] == 0 and report["judged"] == 1
+    (row,) = report["rows"]
+    assert row["number"] == 19 and row["verdict"].startswith("NO SPEC")
+    env = {**os.environ, "PTODSL_TUNING_DIR": str(tmp_path / "tuning")}
+    relu = KERNELBENCH / "19_relu.pto"
+    tuned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ptodsl",
+            "tune",
+            relu,
+            "--budget",
+            "1",
+            "--no-check",
+            "--json",
+            "--dim",
+            "batch_size=2",
+            "--dim",
+            "dim=64",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    outcome = json.loads(tuned.stdout)
+    (plan,) = outcome["plans"]
+    assert plan["chosen"] and plan["sim_time_us"] > 0 and outcome["default_kept"]
+    listed = subprocess.run(
+        [sys.executable, "-m", "ptodsl", "tune", "--list", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert json.loads(listed.stdout) == []  # the default kept: nothing stored

@@ -4,7 +4,8 @@ the plan's invariants at every KernelBench convolution's full shape.
 
 The 34 KernelBench convolutions themselves are checked against their problem files in
 test_kernelbench.py (at CI_DIMS); these cases reach what those do not: blocks of rows with
-a tail (a target with a small block), a bias, a convolution followed by other work."""
+a tail (a target with a small block), a bias, a convolution followed by other work, and
+the staging launch that pads the input (left out, or padding the wrong sample)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import EXAMPLES
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
+from ptodsl import ir
 from ptodsl.checking import run_check
 from ptodsl.diagnostics import Source
 from ptodsl.pipeline import lower
@@ -169,6 +171,25 @@ MUTANTS = {
         "pypto.concat([pypto.concat([_zeros0_x, _input_x], 1), _zeros0_x], 1)",
         "pypto.concat([pypto.concat([_input_x, _zeros0_x], 1), _zeros0_x], 1)",
     ),
+    # the staging launch (the input padded into device memory) left out: the kernel reads
+    # whatever the buffer held
+    "staging_launch_left_out": (
+        PADDED_GROUPED,
+        "_launch(_make_conv_block_padded_x_kernel, (), 1, _kernel_x, _padded_x)",
+        "pass",
+    ),
+    # it pads the first sample into every sample's place
+    "staging_of_the_first_sample_only": (
+        PADDED_GROUPED,
+        "pypto.view(x, [1, 4, 9, 10], [offset_batch, 0, 0, 0])",
+        "pypto.view(x, [1, 4, 9, 10], [0, 0, 0, 0])",
+    ),
+    # the kernel reads the first sample's padded input for every sample
+    "staged_first_sample_for_every_sample": (
+        PADDED_GROUPED,
+        "pypto.view(_padded_x, [1, 4, 11, 26], [offset_batch, 0, 0, 0])",
+        "pypto.view(_padded_x, [1, 4, 11, 26], [0, 0, 0, 0])",
+    ),
     # a transposed convolution's weight [C_in, C_out/groups] read as it is stored (square
     # per group), not exchanged
     "transposed_weight_unexchanged": (
@@ -218,3 +239,22 @@ def test_every_kernelbench_convolution_has_a_spec():
     """Each is also verified after every pass and its plan held to PyPTO's limits at full
     shape (test_verify, test_examples), and checked against its problem (test_kernelbench)."""
     assert len(CONVOLUTIONS) == 34
+
+
+@pytest.mark.parametrize("path", CONVOLUTIONS, ids=lambda p: p.stem.split("_")[0])
+def test_an_exchanged_tile_takes_whole_blocks_of_rows(path):
+    """PyPTO's transpose works on 16 rows at a time: a tile of fewer rows (#75's [1, 4096]
+    of a [768, 8192] exchange) overflows UB at full shape, where CI's dims do not reach."""
+    from ptodsl.passes.tiling import TRANSPOSE_ROWS, conv_shapes
+
+    compiled = ptodsl.compile(path)
+    for phase in compiled.kernel.schedule.phases:
+        plan = phase.conv
+        if plan is None:
+            continue
+        conv = compiled.kernel.body[phase.statements[0]].value
+        geometry = ir.ConvGeometry.of(conv)
+        shapes = conv_shapes(geometry, plan.front, plan.back, plan.rows, plan.vector, plan.staged)
+        for shape, exchanged in shapes:
+            if exchanged:
+                assert plan.tile(shape)[-2] >= min(shape[-2], TRANSPOSE_ROWS), (shape, plan)

@@ -84,6 +84,25 @@ CASES = {
     "y = x\nw = y\n",
     "int_list_param_in_expression": HEADER + "param shape: int[2] = [M, N]\n"
     "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * shape\n",
+    # did-you-mean for torch's and Python's spellings
+    "torch_keyword_dim": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = softmax(x, dim=1)\n",
+    "numpy_keyword_keepdims": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
+    "y = sum(x, axis=1, keepdims=true)\n",
+    "torch_keyword_kernel_size": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = window_max(x, axis=1, kernel_size=2)\n",
+    "keyword_twice": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
+    "y = sum(x, axis=1, keepdim=true, keepdim=false)\n",
+    "misspelled_keyword_lists_the_keywords": HEADER + "input x: f32[M, N]\noutput y: f32[M]\n"
+    "y = sum(x, axsi=1)\n",
+    "python_true_as_a_flag": HEADER + "input x: f32[M, N]\noutput y: f32[M, 1]\n"
+    "y = sum(x, axis=1, keepdim=True)\n",
+    "python_true_as_a_name": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = where(True, x, x)\n",
+    "weight_without_a_value": HEADER + "weight b: f32[N]\n",
+    "cast_narrowing": HEADER + "input x: f32[M, N]\noutput y: f16[M, N]\ny = cast(x, f16)\n",
+    "cast_unknown_dtype": HEADER + "input x: f16[M, N]\noutput y: f32[M, N]\ny = cast(x, f64)\n",
+    "cast_without_dtype": HEADER + "input x: f16[M, N]\noutput y: f32[M, N]\ny = cast(x)\n",
     "bool_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = x * true\n",
     "list_outside_keyword": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\ny = [x]\n",
     "transpose": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\ny = x.T\n",

@@ -97,3 +97,42 @@ def test_tune_refuses_a_cache_folder_it_cannot_write_before_measuring(tmp_path):
     assert result.returncode == 1
     assert f"cannot store tuned plans in {blocker}" in result.stderr
     assert "[" not in result.stderr, "no progress: nothing was measured"
+
+
+def test_a_tuned_module_says_so(entry):
+    tuned = ptodsl.compile(SPEC, "relu.pto").source
+    assert "Tuned: tile_elements=4096 (`ptodsl tune`'s plan choices; compile with" in tuned
+    assert "Tuned:" not in default_source()
+
+
+def cli(*args, env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ptodsl", *map(str, args)], capture_output=True, text=True, env=env
+    )
+
+
+def test_tune_lists_and_clears_only_its_own_entries(tmp_path, monkeypatch):
+    folder = tmp_path / "tuning"
+    monkeypatch.setenv("PTODSL_TUNING_DIR", str(folder))
+    env = {**os.environ, "PTODSL_TUNING_DIR": str(folder)}
+    relu, elu = (ROOT / "examples" / "kernelbench" / f"{n}.pto" for n in ("19_relu", "31_elu"))
+    for spec, dims in ((relu, None), (elu, {"dim": 64})):
+        record = {"tuning": {"last_axis_tile": 64}, "spec": spec.name, "dims": dims or {}}
+        tuning_cache.store_record(spec.read_text(), dims, PYPTO_0_2_0, record, True)
+    (folder / "notes.json").write_text("{}")  # not tune's: never listed, never removed
+    listed = cli("tune", "--list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "stored plans in" in listed.stdout and ": 2\n" in listed.stdout
+    assert "| 19_relu.pto |" in listed.stdout and "| 31_elu.pto  | dim=64 |" in listed.stdout
+    assert "notes.json" not in listed.stdout
+    # --clear SPEC at other dims removes nothing; at its dims, that entry only
+    assert cli("tune", "--clear", elu, env=env).stdout == "removed 0 stored plans\n"
+    cleared = cli("tune", "--clear", elu, "--dim", "dim=64", env=env)
+    assert cleared.stdout == "removed 1 stored plan\n", cleared.stderr
+    assert "31_elu.pto" not in cli("tune", "--list", env=env).stdout
+    assert cli("tune", "--clear", env=env).stdout == "removed 1 stored plan\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.json"]
+    usage = cli("tune", env=env)
+    assert usage.returncode == 2 and "give a spec (or --list, or --clear)" in usage.stderr
+    both = cli("tune", "--list", "--clear", env=env)
+    assert both.returncode == 2 and "not allowed with" in both.stderr

@@ -335,3 +335,42 @@ def test_the_verifier_catches_a_broken_convolution():
 
     left_out = conv.with_code(0, rewritten(conv.code(0), unstacked))
     conv.broken(left_out, "reads `_chunk_stack1` before it is written whole")
+
+
+def test_the_verifier_catches_a_broken_staging_launch():
+    conv = Materialised(CONV, PYPTO_0_2_0)
+    program = conv.kernel.program
+    (staging,) = program.staging
+    assert conv.kernel.schedule.phases[staging.phase].conv.staged
+
+    def staged(**changes) -> ir.Kernel:
+        program_staging = (attrs.evolve(staging, **changes),)
+        return attrs.evolve(conv.kernel, program=attrs.evolve(program, staging=program_staging))
+
+    def assembled(change) -> tuple:
+        def each(instruction):
+            if isinstance(instruction, ir.Assemble) and instruction.into == staging.buffer:
+                return change(instruction)
+            return instruction
+
+        return rewritten(staging.instructions, each)
+
+    # every sample's padded input written into the first sample's place
+    first = assembled(lambda a: attrs.evolve(a, offsets=(0, *a.offsets[1:])))
+    conv.broken(staged(instructions=first), "overlaps in `_padded_x`")
+    # nothing written: the kernel would read the buffer's old contents
+    unwritten = assembled(lambda a: ir.Comment("left out"))
+    conv.broken(staged(instructions=unwritten), "`_padded_x` is never written whole")
+    # a staging launch reading another tensor than its input (the output)
+    reads_y = rewritten(
+        staging.instructions,
+        lambda i: attrs.evolve(i, source="y") if isinstance(i, ir.View) else i,
+    )
+    conv.broken(staged(instructions=reads_y), "reads `y` before it is defined")
+    conv.broken(staged(source="w"), "reads `x` before it is defined")
+    # the launch left out: the kernel reads a buffer nothing defines
+    no_staging = attrs.evolve(conv.kernel, program=attrs.evolve(program, staging=()))
+    conv.broken(no_staging, "reads `_padded_x` before it is defined")
+    # a buffer named as a kernel tensor, a launch for a phase that stages nothing
+    conv.broken(staged(buffer="w"), "writes `w`, a name the kernel already has")
+    conv.broken(staged(phase=1), "stages an input for phase 1, which does not read one")

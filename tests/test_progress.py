@@ -1,0 +1,33 @@
+"""Progress goes to a terminal as a tqdm bar and anywhere else as plain lines: a pipe or a
+log file never gets carriage returns or escape codes."""
+
+from __future__ import annotations
+
+import io
+
+from ptodsl.progress import Progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_pipe_gets_one_plain_line_per_step():
+    stream = io.StringIO()
+    with Progress(2, "plan", "measuring plans", stream) as progress:
+        progress.step("defaults: 3.81 us")
+        progress.step("tile_elements=8192: 6.01 us")
+    assert stream.getvalue() == (
+        "measuring plans: 2 plans\n[1/2] defaults: 3.81 us\n[2/2] tile_elements=8192: 6.01 us\n"
+    )
+
+
+def test_a_terminal_gets_a_bar_and_the_lines():
+    stream = Terminal()
+    with Progress(2, "plan", "measuring plans", stream) as progress:
+        progress.step("defaults: 3.81 us")
+        progress.step("tile_elements=8192: 6.01 us")
+    text = stream.getvalue()
+    assert "\r" in text and "measuring plans: 100%" in text and "2/2" in text
+    assert "[1/2] defaults: 3.81 us\n" in text and "\x1b[3" not in text  # no colour
