@@ -107,12 +107,17 @@ def compile(  # noqa: A001 - the public verb
     limits to force loops). `tuning`: see `lower_spec`. `text` may also be a path
     (`pathlib.Path`) of a spec file, which `name` then defaults to."""
     target = PYPTO_0_2_0 if target is None else target
+    return Compiled(*lower_spec(_source(text, name), dims, target, tuning))
+
+
+def _source(text: str | os.PathLike[str], name: str | None) -> Source:
+    """A spec given as its text or as a path (which `name` then defaults to)."""
     if isinstance(text, os.PathLike):
         path = Path(text)
-        return compile(path.read_text(encoding="utf-8"), name or str(path), dims, target, tuning)
+        return Source(path.read_text(encoding="utf-8"), name or str(path))
     if not isinstance(text, str):
-        raise TypeError(f"compile takes the spec's text or a path, not {type(text).__name__}")
-    return Compiled(*lower_spec(Source(text, name or "<spec>"), dims, target, tuning))
+        raise TypeError(f"a spec is its text or a path, not {type(text).__name__}")
+    return Source(text, name or "<spec>")
 
 
 def check(
@@ -155,8 +160,4 @@ def tune(
     `ptodsl tune` does: the result lists every plan measured."""
     from ptodsl.tuning import tune as measure_plans
 
-    if isinstance(text, os.PathLike):
-        name = name or str(text)
-        text = Path(text).read_text(encoding="utf-8")
-    source = Source(text, name or "<spec>")
-    return measure_plans(source, dims, budget=budget, check=check, store=store)
+    return measure_plans(_source(text, name), dims, budget=budget, check=check, store=store)
