@@ -724,6 +724,8 @@ def run_check(
         # less strictly, the element-wise comparison below, and cost the worker a copy.
         goldens = _goldens(case, compiled) if verify == "all" else None
         case = attrs.evolve(case, expected=(), scales=())
+        per_launch = verify == "graph" and sim_memory.worker_per_launch(compiled.kernel)
+        launches = compiled.kernel.launch_count if per_launch else 1
         run: SimRun = run_model(
             kernel_path,
             case.init_kwargs,
@@ -733,6 +735,7 @@ def run_check(
             verify=verify,
             state=state,
             timeout=timeout,
+            launches=launches,
         )
         del goldens, arguments, state
         judged = torch.load(spilled, mmap=True, weights_only=True)

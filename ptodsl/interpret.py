@@ -12,7 +12,8 @@ working directory.
 Environment: `PTODSL_SIM=cost` runs pypto's cost model only, and the launch raises
 `CostOnly` with the simulated time instead of returning unwritten outputs;
 `PTODSL_TRACE=DIR` keeps each launch's cost-model output (swim lanes, Perfetto trace) in
-DIR/launch_<n>.
+DIR/launch_<n>; `PTODSL_LAUNCH_TIMEOUT` limits each launch's worker (seconds; `ptodsl check`
+sets it when it runs one worker per launch).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import torch
 
 from ptodsl.simulator import run_kernel
+from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 MODES = {"interpret": "graph", "cost": "none"}  # PTODSL_SIM -> pypto verification level
 
@@ -68,6 +70,7 @@ def launch(
             tensors,
             outputs,
             verify=MODES[mode],
+            timeout=float(os.environ.get("PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S)),
             trace_dir=Path(trace) if trace else None,
         )
     if mode == "cost":

@@ -894,6 +894,16 @@ class Kernel:
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
     tuning: Tuning | None = None  # plan choices other than the defaults (`ptodsl tune`'s)
 
+    @property
+    def launch_count(self) -> int:
+        """The launches `forward` makes: the kernel's, and its staging launches (one per
+        chunk of samples, before that chunk's channel launches)."""
+        samples, kernels = (
+            (1, 1) if self.launches is None else (self.launches.count, self.launches.total)
+        )
+        staging = 0 if self.program is None else len(self.program.staging)
+        return kernels + samples * staging
+
     def launch_cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
         """The axes of `tensor` each launch gets only a chunk of (none without launches)."""
         return () if self.launches is None else self.launches.cuts(tensor)

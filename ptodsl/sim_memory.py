@@ -97,6 +97,15 @@ def verification_bytes(kernel: ir.Kernel) -> float:
     return BASE_BYTES + held * copies * tensor_bytes(kernel)
 
 
+def worker_per_launch(kernel: ir.Kernel) -> bool:
+    """Whether `check` runs each of `kernel`'s launches in a worker of its own: when one
+    worker running them all could exceed the verification budget. A padded convolution's
+    worker frees nothing between launches (#65 above), so every launch's copies count; a
+    worker each costs ~3 s of start-up per launch (#56: 27 s in 4 workers, 16 s in one)."""
+    count = kernel.launch_count
+    return count > 1 and count * verification_bytes(kernel) > PYPTO_0_2_0.verify_memory_budget
+
+
 # The golden side of a check (measured on #9, a 16384 x 16384 output: 8 GiB): the float64
 # golden, the spec's own float64 value and error scale, and their temporaries per output
 # element; each input and its float64 copy.

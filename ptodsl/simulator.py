@@ -51,6 +51,7 @@ _TENSORS_FILE = "tensors.pt"
 _OUTPUTS_FILE = "outputs.pt"
 _ERROR_FILE = "error.txt"
 _PYPTO_OUTPUT_DIR = "pypto_output"
+_LAUNCHES_DIR = "launches"  # the cost-model output of launches run in workers of their own
 _LOG_TAIL_LINES = 12
 # "[ERROR] PYPTO(pid):date time [file.cpp:line][MODULE]:message", printed with ASCEND_SLOG_*.
 _PYPTO_ERROR_LINE = re.compile(
@@ -252,6 +253,7 @@ def run_model(
     state: Mapping[str, torch.Tensor] | None = None,
     load: str = "import",
     trace_dir: Path | None = None,
+    launches: int = 1,
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
@@ -266,11 +268,18 @@ def run_model(
     loader does with an answer.
     trace_dir: keep pypto's cost-model output of each kernel launch there (its swim lanes,
     Perfetto trace and statistics: `keep_traces`).
+    launches: the kernel launches the generated module makes. Above one, each runs in a
+    worker of its own (the interpreter's), limited by `timeout`, so that pypto's
+    verification memory, which grows launch after launch in one process, is freed between
+    launches (graph verification only: per-pass goldens are the first launch's).
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
+    if launches > 1 and verify != "graph":
+        raise ValueError("a worker per launch runs graph verification only")
     request = {
         "verify": verify,
+        "launches": launches,
         "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
         "load": load,
     }
@@ -322,10 +331,11 @@ def _simulate(
         request = {"module_path": str(module_path), **request}
         (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
         torch.save(payload, work_dir / _TENSORS_FILE)
-        _run_worker(work_dir, module_path, timeout)
+        _run_worker(work_dir, module_path, timeout, request.get("launches", 1))
         run = _read_results(work_dir, request["verify"])
         if trace_dir is not None:
             keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
+            _copy_launch_traces(work_dir / _LAUNCHES_DIR, trace_dir)
         return run
     finally:
         _dispose(work_dir)
@@ -335,13 +345,14 @@ def _portable(value: Any) -> Any:
     return value.detach().cpu() if isinstance(value, torch.Tensor) else value
 
 
-def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
+def _run_worker(work_dir: Path, module_path: Path, timeout: float, launches: int) -> None:
     try:
         returncode = run_worker(
             "ptodsl._sim_worker",
             work_dir,
-            timeout=timeout,
-            env=_worker_environment(work_dir),
+            # Each launch's worker has `timeout`, the model's worker as long as all of them.
+            timeout=timeout * launches,
+            env=_worker_environment(work_dir, timeout if launches > 1 else None),
             memory_limit=memory_limit(),
             stall=SLAB_STALL,
         )
@@ -353,7 +364,9 @@ def _run_worker(work_dir: Path, module_path: Path, timeout: float) -> None:
         raise SimulationError(_describe_failure(work_dir, module_path, returncode))
 
 
-def _worker_environment(work_dir: Path) -> dict[str, str]:
+def _worker_environment(work_dir: Path, launch_timeout: float | None) -> dict[str, str]:
+    """The worker's environment; with `launch_timeout`, the generated module's launches go
+    to the interpreter, a worker each, whose cost-model output is kept in _LAUNCHES_DIR."""
     stub_bin = work_dir / "bin"
     stub_bin.mkdir()
     _write_noop_python(stub_bin / "python3")
@@ -376,6 +389,14 @@ def _worker_environment(work_dir: Path) -> dict[str, str]:
             "ASCEND_GLOBAL_LOG_LEVEL": "3",
         }
     )
+    if launch_timeout is not None:
+        env.update(
+            {
+                "PTODSL_SIM": "interpret",
+                "PTODSL_TRACE": str(work_dir / _LAUNCHES_DIR),
+                "PTODSL_LAUNCH_TIMEOUT": str(launch_timeout),
+            }
+        )
     return env
 
 
@@ -424,7 +445,10 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     outputs_file = work_dir / _OUTPUTS_FILE
     if not outputs_file.exists():
         raise SimulationError("the simulation worker exited without writing the model's outputs")
-    runs = sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput"))
+    runs = [
+        *sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput")),
+        *_launch_traces(work_dir / _LAUNCHES_DIR),
+    ]
     if not runs:
         raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
     outputs = torch.load(outputs_file, weights_only=True)
@@ -449,6 +473,17 @@ def keep_traces(pypto_output: Path, trace_dir: Path) -> list[Path]:
         shutil.copytree(run, target, ignore=shutil.ignore_patterns("graphs"), dirs_exist_ok=True)
         kept.append(target)
     return kept
+
+
+def _launch_traces(folder: Path) -> list[Path]:
+    """`keep_traces`' launch_<n> folders in launch order (launch_10 after launch_9)."""
+    return sorted(folder.glob("launch_*"), key=lambda path: int(path.name.split("_")[1]))
+
+
+def _copy_launch_traces(folder: Path, trace_dir: Path) -> None:
+    first = len(list(Path(trace_dir).glob("launch_*")))
+    for number, launch in enumerate(_launch_traces(folder), start=first):
+        shutil.copytree(launch, Path(trace_dir) / f"launch_{number}", dirs_exist_ok=True)
 
 
 def aicore_time_us(swim_json: Path) -> float:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from conftest import CI_DIMS, ROOT
 
 import ptodsl
 from ptodsl import sim_memory
 from ptodsl.checking import run_check
 from ptodsl.passes.launches import _shrunk
+from ptodsl.simulator import SimulationError
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning import probe_cost
 
@@ -218,3 +220,45 @@ def test_a_wrong_launch_loop_fails_check(tmp_path, case):
     report = run_check(spec, kernel_path=path)
     assert not report.ok
     assert report.outputs[0].mismatched > 0
+
+
+@pytest.fixture
+def worker_per_launch(monkeypatch):
+    """`check` runs each launch in a worker of its own, as it does when all launches in one
+    worker would exceed the verification budget (full-shape #54, #59)."""
+    monkeypatch.setattr(sim_memory, "worker_per_launch", lambda kernel: True)
+
+
+def test_a_worker_per_launch_computes_what_one_worker_does(worker_per_launch):
+    spec = compiled(TALL)
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+    # Every launch's time is counted: probe_cost's is one launch's times their count.
+    assert report.sim_time_us == pytest.approx(probe_cost(spec.lowered).sim_time_us)
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_LAUNCHES))
+def test_a_wrong_launch_loop_fails_check_in_a_worker_per_launch(tmp_path, worker_per_launch, case):
+    spec = compiled(TALL)
+    old, new = WRONG_LAUNCHES[case]
+    path = tmp_path / "wrong.py"
+    path.write_text(spec.source.replace(old, new), encoding="utf-8")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_each_launchs_worker_has_the_timeout(worker_per_launch):
+    with pytest.raises(SimulationError, match=r"did not finish within 0\.5 s"):
+        run_check(compiled(TALL), timeout=0.5)
+
+
+def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_much():
+    """#54 at full shape (64 launches) needs workers of their own; at CI dims its staging
+    and kernel launches share one."""
+    spec = ROOT / "examples" / "kernelbench" / "54_conv3d_square_input_square_kernel.pto"
+    full = ptodsl.compile(spec, tuning=None).kernel
+    assert full.launch_count == 64
+    assert sim_memory.worker_per_launch(full)
+    scaled = ptodsl.compile(spec, dims=CI_DIMS[spec.stem], tuning=None).kernel
+    assert not sim_memory.worker_per_launch(scaled)
