@@ -41,10 +41,10 @@ def print_table(rows: list[tuple[str, ...]], failed: int) -> int:
 
 
 def example_names(prog: str, doc: str, argv: list[str], default: str) -> list[str]:
-    """The example names a benchmark's command line gives (`--help` prints its docstring;
+    """The example names benchmark `prog`'s command line gives (`--help` prints its docstring;
     an unknown name is a usage error); none means `default` (the help text says which)."""
     parser = argparse.ArgumentParser(
-        prog=f"python -m {prog}",
+        prog=f"ptodsl bench {prog}",
         description=doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,6 +1,6 @@
 """The error bound `ptodsl check` applies to each example, next to the rule it replaced.
 
-    python -m benchmarks.bounds [EXAMPLE ...]
+    ptodsl bench bounds [EXAMPLE ...]
 
 Old rule (before issue 11): atol + rtol * max(|ref|, mean |ref|) per element, so one large
 element loosened every small one. New rule: atol + rtol * scale, the computation's own
@@ -78,7 +78,7 @@ def rows_of(spec) -> list[tuple[str, ...]]:
 
 
 def main(argv: list[str]) -> int:
-    names = example_names("benchmarks.bounds", __doc__, argv, "every example")
+    names = example_names("bounds", __doc__, argv, "every example")
     torch.set_num_threads(1)
     chosen = [p for p in EXAMPLES if not names or p.stem in names]
     rows = []

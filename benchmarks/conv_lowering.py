@@ -1,6 +1,6 @@
 """How a convolution can run in pypto 0.2.0's SIM mode, measured (issue 18).
 
-    python -m benchmarks.conv_lowering
+    ptodsl bench conv_lowering
 
 Two candidate lowerings of `torch.nn.functional.conv2d` (stride 1, no padding, no bias), each
 a hand-written PyPTO module run by ptodsl's simulator worker with pypto's graph verification
@@ -19,7 +19,9 @@ the lowering failed.
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -172,7 +174,8 @@ def measure(write_module, case: tuple[int, ...], folder: Path) -> list[str]:
     ]
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    argparse.ArgumentParser(prog="ptodsl bench conv_lowering", description=__doc__).parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ptodsl-conv-") as folder:
         for case in CASES:
@@ -183,4 +186,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

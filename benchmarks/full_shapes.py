@@ -1,6 +1,6 @@
 """`ptodsl check` of examples at their full shapes, which CI checks scaled down.
 
-    python -m benchmarks.full_shapes [EXAMPLE ...]
+    ptodsl bench full_shapes [EXAMPLE ...]
 
 Prints one row per example: verdict, max abs error, simulated time, wall time and the
 worker's peak memory. Without arguments it runs every example whose CI check is scaled
@@ -23,7 +23,7 @@ EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
 def main(argv: list[str]) -> int:
     default = "every example CI checks scaled down"
-    names = example_names("benchmarks.full_shapes", __doc__, argv, default) or sorted(CI_DIMS)
+    names = example_names("full_shapes", __doc__, argv, default) or sorted(CI_DIMS)
     header = ("example", "verdict", "max abs err", "sim us", "wall s", "peak worker GB")
     rows = [header]
     failed = 0

@@ -1,6 +1,6 @@
 """What a call of a generated `ModelNew.forward` costs in interpreter mode, at full shape.
 
-    python -m benchmarks.interpret [EXAMPLE ...]
+    ptodsl bench interpret [EXAMPLE ...]
 
 Runs each example's KernelBench answer as a harness does (exec of its text, `ModelNew`,
 forward on the spec's seeded inputs) in pypto's simulator, where ptodsl's interpreter
@@ -28,7 +28,7 @@ EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
 
 def main(argv: list[str]) -> int:
-    names = example_names("benchmarks.interpret", __doc__, argv, "the interpreter's examples")
+    names = example_names("interpret", __doc__, argv, "the interpreter's examples")
     os.environ["AIKG_PYPTO_RUN_MODE"] = "1"
     os.environ.pop("PTODSL_SIM", None)
     rows = [("example", "outputs", "max abs err", "forward s", "peak worker GB so far")]

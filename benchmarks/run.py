@@ -1,6 +1,6 @@
 """Speed of ptodsl's kernels against hand-written PyPTO baselines, in pypto's cost model.
 
-    python -m benchmarks.run [EXAMPLE ...] [--budget N]
+    ptodsl bench run [EXAMPLE ...] [--budget N] [--chart PATH]
 
 One row per example (all of examples/ and examples/kernelbench/ by default), at full shape:
 - compile: median wall time of `ptodsl.compile` (parse to source, warm, default plan);
@@ -22,7 +22,9 @@ One row per example (all of examples/ and examples/kernelbench/ by default), at 
     UB-sized tiles (with matmuls, the cube cores' share of the copies too: `copy_model_seconds`);
   - cube: for matmuls, 2·M·N·K FLOP against the cube peak of the platform file.
   A fraction above 100% gets a note saying why.
-Prints a Markdown table and the formulas. A full run takes about an hour on 2 cores.
+Prints a Markdown table and the formulas; `--chart PATH` also writes an SVG bar chart of
+baseline / tuned per example there (the tuned/baseline column turned around: a bar right of 1.0
+is ptodsl faster). A full run takes about an hour on 2 cores.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from benchmarks.baselines import official
 from benchmarks.roofline import Platform, platform
 from ptodsl import ir
 from ptodsl.diagnostics import Source
+from ptodsl.files import write_output
+from ptodsl.picture import ratio_chart_svg
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.simulator import SimulationError
 from ptodsl.tables import markdown_table
@@ -282,11 +286,31 @@ HEADER = (
 )
 
 
+def speedups(rows: list[tuple[str, ...]]) -> list[tuple[str, float]]:
+    """Baseline time / tuned time of each row with a baseline, from the times (the ratio
+    column is rounded); a tuned time rounded to 0 is an infinite ratio, which the chart
+    leaves without a bar."""
+    baseline, tuned = HEADER.index("baseline us"), HEADER.index("tuned us")
+    return [
+        (row[0], float(row[baseline]) / float(row[tuned]) if float(row[tuned]) else math.inf)
+        for row in rows
+        if row[baseline]
+    ]
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ptodsl bench run", description=__doc__)
     parser.add_argument("examples", nargs="*", help="example names (file stems); default all")
     parser.add_argument("--budget", type=int, default=6, help="plans tuned per example")
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        metavar="PATH",
+        help="also write an SVG bar chart of baseline / tuned time per example here",
+    )
     args = parser.parse_args(argv)
+    if args.chart is not None and not args.chart.parent.is_dir():  # found now, not in an hour
+        parser.error(f"--chart: no folder {args.chart.parent}")
     by_stem = {p.stem: p for p in EXAMPLES}
     unknown = [name for name in args.examples if name not in by_stem]
     if unknown:
@@ -301,6 +325,9 @@ def main(argv: list[str]) -> int:
     print(f"\nDDR roofline: {formulas['physical']}.")
     print(f"Copy-model roofline: {formulas['model']}.")
     print(f"Cube peak: {formulas['cube']}.")
+    if args.chart is not None:
+        title = "ptodsl's tuned plans against hand-written PyPTO baselines (pypto cost model)"
+        write_output(args.chart, ratio_chart_svg(speedups(rows[1:]), title))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Where an example's simulated time goes: pypto's simulated schedule, per kernel launch.
 
-    python -m benchmarks.schedule EXAMPLE [EXAMPLE ...] [--dim NAME=SIZE] [--tuned]
+    ptodsl bench schedule EXAMPLE [EXAMPLE ...] [--dim NAME=SIZE] [--tuned]
 
 Runs each example's default plan (`--tuned`: the plan in the tuning cache) through the cost
 probe, keeps the cost model's swim lanes and reads them back:
@@ -153,7 +153,7 @@ HEADER = [
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.schedule", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ptodsl bench schedule", description=__doc__)
     parser.add_argument("examples", nargs="+", metavar="EXAMPLE", help="a kernel or spec name")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE")
     parser.add_argument("--tuned", action="store_true", help="the tuning cache's plan")

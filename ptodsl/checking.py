@@ -13,7 +13,7 @@ import functools
 import math
 import tempfile
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -23,6 +23,8 @@ from ptodsl import ir, modules, ops, sim_memory
 from ptodsl.api import Compiled
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
+from ptodsl.progress import Progress
+from ptodsl.serialise import to_json, with_properties
 from ptodsl.simulator import PassResult, SimRun, run_model
 from ptodsl.tables import aligned_lines
 from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
@@ -142,6 +144,7 @@ class Element:
     bound: float
 
 
+@with_properties("ok")
 @attrs.frozen
 class OutputCheck:
     name: str
@@ -197,6 +200,7 @@ def judge_pass(
     return judged(False)
 
 
+@with_properties("ok")
 @attrs.frozen
 class CheckReport:
     kernel: str
@@ -223,36 +227,7 @@ class CheckReport:
 
     def to_json(self) -> dict:
         """The report as strict JSON values: a number that is not finite becomes null."""
-        return _finite(self._fields())
-
-    def _fields(self) -> dict:
-        return {
-            "kernel": self.kernel,
-            "ok": self.ok,
-            "spec": self.spec,
-            "module": self.module,
-            "golden": self.golden,
-            "plan": self.plan,
-            "seed": self.seed,
-            "scaled": list(self.scaled),
-            "verify": self.verify,
-            "bound_rule": BOUND_RULE,
-            "sim_time_us": self.sim_time_us,
-            "total_cycles": self.total_cycles,
-            "problems": list(self.problems),
-            "outputs": [attrs.asdict(o) | {"ok": o.ok} for o in self.outputs],
-            "passes": [attrs.asdict(p) for p in self.passes],
-        }
-
-
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
+        return to_json(self) | {"bound_rule": BOUND_RULE}
 
 
 # Outputs are judged in flat chunks of this many elements: the float64 temporaries of a
@@ -691,13 +666,15 @@ def run_check(
     against: Path | None = None,
     rescale: Mapping[int, int] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
     torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
     file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden (its
     module-level size constants resized by `rescale`). `timeout` limits each worker.
     Raises `CheckTooBig`, before allocating anything, when the check would not fit in the
-    memory this machine has available."""
+    memory this machine has available. `progress` gets `check_steps(compiled)` steps: the
+    golden, then each launch simulated."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
     available = available_bytes()
     if needed > available:
@@ -708,6 +685,8 @@ def run_check(
     else:
         case = spec_case(compiled, seed)
         golden = "the spec's torch reference in float64"
+    if progress is not None:
+        progress.step(f"golden: {golden}")
     checked = compiled.lowered.checked
     verify = choose_verify(checked, passes)
     arguments, state = case.forward_and_state(checked)
@@ -736,6 +715,7 @@ def run_check(
             state=state,
             timeout=timeout,
             launches=launches,
+            on_launch=None if progress is None else _launch_steps(progress, compiled),
         )
         del goldens, arguments, state
         judged = torch.load(spilled, mmap=True, weights_only=True)
@@ -765,6 +745,25 @@ def run_check(
         sim_time_us=run.sim_time_us,
         total_cycles=run.total_cycles,
     )
+
+
+def check_steps(compiled: Compiled) -> int:
+    """The steps `run_check` reports: the golden, and each launch of the kernel."""
+    return 1 + compiled.kernel.launch_count
+
+
+def _launch_steps(progress: Progress, compiled: Compiled) -> Callable[[int], None]:
+    total = compiled.kernel.launch_count
+    reported = 0
+
+    def on_launch(finished: int) -> None:
+        nonlocal reported
+        for number in range(reported + 1, finished + 1):
+            progress.step(f"launch {number} of {total} simulated")
+        reported = max(reported, finished)
+        progress.tick()
+
+    return on_launch
 
 
 _VERIFY_TEXT = {

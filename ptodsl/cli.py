@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import runpy
 import signal
 import sys
 import traceback
 from pathlib import Path
 
-import attrs
+import shtab
 
 from ptodsl import __version__
 from ptodsl.api import Compiled, lower_spec
@@ -21,16 +23,19 @@ from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import EncodingError, Source, SpecError, visible
 from ptodsl.files import OutputRefused, write_output
 from ptodsl.ir import format_kernel
+from ptodsl.picture import plan_svg
 from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
 from ptodsl.progress import Progress
 from ptodsl.reference import emit_reference
+from ptodsl.serialise import to_json
 from ptodsl.syntax import format_syntax
 from ptodsl.tables import markdown_table
 from ptodsl.tuning_cache import tuning_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
 STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
 
@@ -56,6 +61,19 @@ def _seed(text: str) -> int:
     return seed
 
 
+def _bench(args: argparse.Namespace) -> int:
+    if not (REPOSITORY / "benchmarks" / "__init__.py").is_file():
+        raise UserError(
+            "the benchmarks are part of ptodsl's repository: install ptodsl from a checkout "
+            "(pip install -e .) to run them"
+        )
+    sys.path.insert(0, str(REPOSITORY))
+    sys.argv = [f"ptodsl bench {args.benchmark}", *args.arguments]
+    # Its exit status leaves through SystemExit, past the handlers of ptodsl's own errors.
+    runpy.run_module(f"benchmarks.{args.benchmark}", run_name="__main__", alter_sys=True)
+    return EXIT_OK
+
+
 def _positive(kind: type[int] | type[float]):
     """An argparse type: a number of `kind` above 0 (a bad one is a usage error, exit 2)."""
 
@@ -78,14 +96,40 @@ def _folder(text: str) -> Path:
     return path
 
 
-# The repository's KernelBench specs, where `coverage` finds them from any working directory.
-REPOSITORY_SPECS = Path(__file__).resolve().parent.parent / "examples" / "kernelbench"
+# The repository checkout ptodsl is installed from (editable): `coverage` finds its KernelBench
+# specs and `bench` its benchmarks there from any working directory.
+REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY_SPECS = REPOSITORY / "examples" / "kernelbench"
+# The runnable modules of the repository's benchmarks/ folder.
+BENCHMARKS = (
+    "run",
+    "full_shapes",
+    "bounds",
+    "interpret",
+    "schedule",
+    "conv_lowering",
+    "baselines.verify",
+)
 SPEC_HELP = "a spec file (.pto)"
+# Shell completion offers spec files (and folders on the way to them) for `spec`.
+PTO_FILES = {"bash": "_shtab_ptodsl_pto_files", "zsh": "_files -g '*.pto'", "tcsh": "f:*.pto"}
+PTO_FILES_BASH = """
+_shtab_ptodsl_pto_files() {
+  compgen -d -- "$1"
+  compgen -f -X '!*.pto' -- "$1"
+}
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ptodsl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"ptodsl {__version__}")
+    shtab.add_argument_to(
+        parser,
+        "--print-completion",
+        help="print a completion script for this shell and exit",
+        preamble={"bash": PTO_FILES_BASH},
+    )
     debug_help = "show tracebacks of internal errors"
     parser.add_argument("--debug", action="store_true", help=debug_help)
     # --debug after the command too; SUPPRESS keeps the top-level value when it is absent
@@ -96,9 +140,11 @@ def _parser() -> argparse.ArgumentParser:
     compile_command = commands.add_parser(
         "compile", parents=[common], help="compile a spec to a PyPTO module"
     )
-    compile_command.add_argument("spec", type=Path, help=SPEC_HELP)
+    compile_command.add_argument("spec", type=Path, help=SPEC_HELP).complete = PTO_FILES
     _add_dim_option(compile_command)
-    compile_command.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    compile_command.add_argument(
+        "-o", "--output", type=Path, help="write here instead of stdout"
+    ).complete = shtab.FILE
     compile_command.add_argument(
         "--emit",
         choices=STAGES,
@@ -106,6 +152,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="STAGE",
         help="what to print: " + ", ".join(STAGES) + " (a pass name: the IR after that pass)",
     )
+    compile_command.add_argument(
+        "--format",
+        choices=("text", "svg"),
+        default="text",
+        help="with --emit plan: JSON text (default) or an SVG picture of the plan",
+    )
+    # a combination of options found wrong after parsing is a usage error of this command
+    compile_command.set_defaults(usage_error=compile_command.error)
     compile_command.add_argument(
         "--untuned", action="store_true", help="ignore a plan stored by `ptodsl tune`"
     )
@@ -122,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     tune_command.add_argument(
         "spec", type=Path, nargs="?", help=SPEC_HELP + " (with --clear: only its plans)"
-    )
+    ).complete = PTO_FILES
     _add_dim_option(tune_command)
     cache = tune_command.add_mutually_exclusive_group()
     cache.add_argument("--list", action="store_true", help="list the stored plans and exit")
@@ -150,17 +204,17 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="run the kernel in pypto SIM and compare it with the torch reference",
     )
-    check_command.add_argument("spec", type=Path, help=SPEC_HELP)
+    check_command.add_argument("spec", type=Path, help=SPEC_HELP).complete = PTO_FILES
     _add_dim_option(check_command)
     check_command.add_argument(
         "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
-    )
+    ).complete = shtab.FILE
     check_command.add_argument(
         "--against",
         type=Path,
         metavar="PROBLEM.py",
         help="a KernelBench-format file: its Model on its get_inputs() is the golden",
-    )
+    ).complete = shtab.FILE
     check_command.add_argument(
         "--seed",
         type=_seed,
@@ -192,13 +246,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     coverage_command.add_argument(
         "problems", type=_folder, help="a folder of KernelBench-format problem files"
-    )
+    ).complete = shtab.DIRECTORY
     coverage_command.add_argument(
         "--specs",
         type=_folder,
         help="the folder of specs, paired with problems by number (default: this "
         "repository's examples/kernelbench)",
-    )
+    ).complete = shtab.DIRECTORY
     coverage_command.add_argument(
         "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
     )
@@ -211,6 +265,20 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="limit for each problem's code and each simulation (default: %(default)g)",
+    )
+
+    bench_command = commands.add_parser(
+        "bench",
+        parents=[common],
+        help="run one of the repository's benchmarks (README: Performance)",
+        description="Runs benchmarks/BENCHMARK.py of the repository ptodsl is installed from, "
+        "from any working directory; `ptodsl bench BENCHMARK --help` describes its arguments.",
+    )
+    bench_command.add_argument(
+        "benchmark", choices=BENCHMARKS, metavar="BENCHMARK", help=", ".join(BENCHMARKS)
+    )
+    bench_command.add_argument(
+        "arguments", nargs=argparse.REMAINDER, help="the benchmark's own arguments"
     )
     return parser
 
@@ -247,7 +315,12 @@ def _read_spec(path: Path) -> Source:
 
 
 def _emit(
-    stage: str, source: Source, dim_sizes: dict[str, int], tuned: bool, verify_each: bool
+    stage: str,
+    source: Source,
+    dim_sizes: dict[str, int],
+    tuned: bool,
+    verify_each: bool,
+    picture: bool,
 ) -> str:
     # Early stages print even when a later pass rejects the spec.
     until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
@@ -262,7 +335,7 @@ def _emit(
     if stage in PASS_NAMES:
         return format_kernel(lowered.after(stage))
     if stage == "plan":
-        return format_plan(lowered.kernel)
+        return plan_svg(lowered.kernel) if picture else format_plan(lowered.kernel)
     if stage == "torch":
         return emit_reference(lowered.checked, source.filename)
     if stage == "kernelbench":
@@ -271,9 +344,16 @@ def _emit(
 
 
 def _compile(args: argparse.Namespace) -> int:
+    if args.format == "svg" and args.emit != "plan":
+        args.usage_error("--format svg draws the plan: use it with --emit plan")
     source = _read_spec(args.spec)
     text = _emit(
-        args.emit, source, dict(args.dim), tuned=not args.untuned, verify_each=args.verify_each
+        args.emit,
+        source,
+        dict(args.dim),
+        tuned=not args.untuned,
+        verify_each=args.verify_each,
+        picture=args.format == "svg",
     )
     if args.output is None:
         sys.stdout.write(text)
@@ -338,7 +418,7 @@ def _stored_plans(as_json: bool) -> str:
     from ptodsl.tuning_cache import entries
 
     if as_json:
-        stored = [{**attrs.asdict(e), "path": str(e.path)} for e in entries()]
+        stored = to_json(entries())
         return json.dumps(stored, indent=2, allow_nan=False) + "\n"
     rows = []
     for entry in entries():
@@ -373,7 +453,7 @@ def _clear_plans(spec: Path | None, dims: dict[str, int]) -> list[Path]:
 def _check(args: argparse.Namespace) -> int:
     # Imported here: checking pulls in torch, which `compile` does not need.
     from ptodsl.api import compile as compile_spec
-    from ptodsl.checking import format_report, problem_rescale, run_check
+    from ptodsl.checking import check_steps, format_report, problem_rescale, run_check
     from ptodsl.simulator import SimulationError
 
     source = _read_spec(args.spec)
@@ -384,16 +464,19 @@ def _check(args: argparse.Namespace) -> int:
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
             raise UserError(f"cannot read {path}: no such file")
+    title = f"checking {compiled.name} in pypto SIM"
     try:
-        report = run_check(
-            compiled,
-            kernel_path=args.kernel,
-            seed=args.seed,
-            passes=args.passes,
-            against=args.against,
-            rescale=problem_rescale(compiled.lowered.syntax.declared_dims, dims),
-            timeout=args.timeout,
-        )
+        with Progress(check_steps(compiled), "step", title) as progress:
+            report = run_check(
+                compiled,
+                kernel_path=args.kernel,
+                seed=args.seed,
+                passes=args.passes,
+                against=args.against,
+                rescale=problem_rescale(compiled.lowered.syntax.declared_dims, dims),
+                timeout=args.timeout,
+                progress=progress,
+            )
     except SimulationError as error:
         print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
         return EXIT_SPEC_ERROR
@@ -474,14 +557,20 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    stops = (signal.SIGTERM, signal.SIGHUP)
-    previous = [signal.signal(stop, _terminate) for stop in stops]
     try:
-        return _run(args)
-    finally:
-        for stop, handler in zip(stops, previous, strict=True):
-            signal.signal(stop, handler)
+        args = _parser().parse_args(argv)  # --print-completion writes here
+        stops = (signal.SIGTERM, signal.SIGHUP)
+        previous = [signal.signal(stop, _terminate) for stop in stops]
+        try:
+            return _run(args)
+        finally:
+            for stop, handler in zip(stops, previous, strict=True):
+                signal.signal(stop, handler)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as a command killed by SIGPIPE
+        # would, and keep Python's exit flush from failing again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -491,6 +580,7 @@ def _run(args: argparse.Namespace) -> int:
             "tune": _tune,
             "check": _check,
             "coverage": _coverage,
+            "bench": _bench,
         }
         return commands[args.command](args)
     except SpecError as error:
@@ -502,6 +592,8 @@ def _run(args: argparse.Namespace) -> int:
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)
         return EXIT_USAGE if isinstance(error, UsageError) else EXIT_SPEC_ERROR
+    except BrokenPipeError:
+        raise  # not an internal error: main stops quietly
     except KeyboardInterrupt:
         return 130
     except Terminated as stop:

@@ -12,7 +12,6 @@ its row names those dims and says why.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +23,7 @@ from ptodsl import sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.problems import ProblemError
+from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
 from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
@@ -243,12 +243,8 @@ def judged(rows: list[Row], only: Iterable[int] = ()) -> list[Row]:
 def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
     """The rows and the count `format_table` prints, as JSON-ready values."""
     counted = judged(rows, only)
-
-    def finite(value: object) -> object:  # JSON has no inf or nan: null, the verdict says why
-        return None if isinstance(value, float) and not math.isfinite(value) else value
-
     return {
-        "rows": [attrs.asdict(row, value_serializer=lambda _, __, v: finite(v)) for row in rows],
+        "rows": to_json(rows),
         "passed": sum(row.verdict == "PASS" for row in counted),
         "judged": len(counted),
     }

@@ -176,7 +176,7 @@ def evaluate_bounds(
 # floor for values that should be exact zeros or flush to zero, far below any value a
 # kernel computes (hidden cancellations are in the rules above, not in atol). f16/bf16
 # kernels keep their tolerances of before, 8 and 4 units. Calibrated on every example: the
-# largest f32 error is 0.06 of its bound (python -m benchmarks.bounds).
+# largest f32 error is 0.06 of its bound (ptodsl bench bounds).
 TOLERANCES = {
     ir.DType.F32: (1e-8, 4e-6),
     ir.DType.F16: (1e-3, 4e-3),

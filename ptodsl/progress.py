@@ -1,4 +1,4 @@
-"""Progress of the long commands (`tune`, `coverage`) on stderr: a tqdm bar on a terminal,
+"""Progress of the long commands (`tune`, `coverage`, `check`) on stderr: a tqdm bar on a terminal,
 and one plain line per finished step anywhere else, so that a pipe or a log file gets no
 carriage returns or escape codes (and no colour: NO_COLOR holds trivially)."""
 
@@ -31,6 +31,11 @@ class Progress:
             return
         self.bar.write(line, file=self.stream)
         self.bar.update(1)
+
+    def tick(self) -> None:
+        """Between steps: the bar's elapsed time moves on (nothing is printed elsewhere)."""
+        if self.bar is not None:
+            self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:

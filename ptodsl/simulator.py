@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -254,6 +254,7 @@ def run_model(
     load: str = "import",
     trace_dir: Path | None = None,
     launches: int = 1,
+    on_launch: Callable[[int], None] | None = None,
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
@@ -272,6 +273,8 @@ def run_model(
     worker of its own (the interpreter's), limited by `timeout`, so that pypto's
     verification memory, which grows launch after launch in one process, is freed between
     launches (graph verification only: per-pass goldens are the first launch's).
+    on_launch: called about every second while the model runs, with the number of its
+    launches simulated so far (progress reports).
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
@@ -290,7 +293,7 @@ def run_model(
         "goldens": None if goldens is None else [_portable(t) for t in goldens],
         "state": {name: _portable(t) for name, t in (state or {}).items()},
     }
-    return _simulate(Path(module_path), request, payload, timeout, trace_dir)
+    return _simulate(Path(module_path), request, payload, timeout, trace_dir, on_launch)
 
 
 def run_kernel(
@@ -324,6 +327,7 @@ def _simulate(
     payload: dict[str, Any],
     timeout: float,
     trace_dir: Path | None,
+    on_launch: Callable[[int], None] | None = None,
 ) -> SimRun:
     module_path = module_path.resolve()
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
@@ -331,7 +335,8 @@ def _simulate(
         request = {"module_path": str(module_path), **request}
         (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
         torch.save(payload, work_dir / _TENSORS_FILE)
-        _run_worker(work_dir, module_path, timeout, request.get("launches", 1))
+        watch = None if on_launch is None else _launch_watch(work_dir, on_launch)
+        _run_worker(work_dir, module_path, timeout, request.get("launches", 1), watch)
         run = _read_results(work_dir, request["verify"])
         if trace_dir is not None:
             keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
@@ -345,7 +350,27 @@ def _portable(value: Any) -> Any:
     return value.detach().cpu() if isinstance(value, torch.Tensor) else value
 
 
-def _run_worker(work_dir: Path, module_path: Path, timeout: float, launches: int) -> None:
+def _launch_watch(work_dir: Path, on_launch: Callable[[int], None]) -> Callable[[], None]:
+    """A poll that tells `on_launch` how many launches have finished: pypto writes a launch's
+    cost-model output when the launch ends, in the worker's output folder or, for launches
+    in workers of their own, into _LAUNCHES_DIR."""
+    return lambda: on_launch(len(_cost_model_outputs(work_dir)))
+
+
+def _cost_model_outputs(work_dir: Path) -> list[Path]:
+    return [
+        *sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput")),
+        *_launch_traces(work_dir / _LAUNCHES_DIR),
+    ]
+
+
+def _run_worker(
+    work_dir: Path,
+    module_path: Path,
+    timeout: float,
+    launches: int,
+    on_poll: Callable[[], None] | None = None,
+) -> None:
     try:
         returncode = run_worker(
             "ptodsl._sim_worker",
@@ -355,6 +380,7 @@ def _run_worker(work_dir: Path, module_path: Path, timeout: float, launches: int
             env=_worker_environment(work_dir, timeout if launches > 1 else None),
             memory_limit=memory_limit(),
             stall=SLAB_STALL,
+            on_poll=on_poll,
         )
     except WorkerStopped as error:
         raise SimulationError(
@@ -445,10 +471,7 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     outputs_file = work_dir / _OUTPUTS_FILE
     if not outputs_file.exists():
         raise SimulationError("the simulation worker exited without writing the model's outputs")
-    runs = [
-        *sorted((work_dir / _PYPTO_OUTPUT_DIR).glob("*/CostModelSimulationOutput")),
-        *_launch_traces(work_dir / _LAUNCHES_DIR),
-    ]
+    runs = _cost_model_outputs(work_dir)
     if not runs:
         raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
     outputs = torch.load(outputs_file, weights_only=True)

@@ -23,6 +23,7 @@ from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import factory_name
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import Lowered
+from ptodsl.serialise import to_json
 from ptodsl.tables import aligned_lines
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import forget, store_record
@@ -265,7 +266,7 @@ def tune_json(result: TuneResult) -> dict:
     return {
         "plans": [
             {
-                "tuning": attrs.asdict(m.plan.tuning),
+                "tuning": to_json(m.plan.tuning),
                 "plan_choices": m.plan.tuning.describe(),
                 "sim_time_us": m.cost.sim_time_us if m.cost else None,
                 "problem": m.problem,

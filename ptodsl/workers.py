@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -69,11 +69,13 @@ def run_worker(
     env: Mapping[str, str] | None = None,
     memory_limit: float | None = None,
     stall: Stall | None = None,
+    on_poll: Callable[[], None] | None = None,
 ) -> int:
     """Runs the worker to completion and returns its exit status (negative: a signal).
     Kills it and raises `WorkerStopped` when it runs past `timeout` seconds, when its
     processes together hold more than `memory_limit` bytes (before the machine runs out
-    for everyone), or when its log stalls on `stall`."""
+    for everyone), or when its log stalls on `stall`. `on_poll` is called every POLL_S
+    seconds while it runs (progress reports)."""
     command = [sys.executable, "-m", module, str(work_dir)]
     started = time.monotonic()
     with open(work_dir / LOG_FILE, "wb") as log:
@@ -90,6 +92,8 @@ def run_worker(
             while True:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     return worker.wait(timeout=POLL_S)
+                if on_poll is not None:
+                    on_poll()
                 stopped = _reason_to_stop(worker, work_dir, started, timeout, memory_limit, stall)
                 if stopped is not None:
                     _kill_group(worker)

@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import attrs
-import pytest
 from hypothesis import settings
 
 from ptodsl.target import PYPTO_0_2_0
@@ -23,7 +22,7 @@ TINY_TILES = attrs.evolve(PYPTO_0_2_0, max_tile_elements=512, max_auto_tiles=6)
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 
 # Examples too large for `ptodsl check` in CI on 2 cores (minutes and >10 GB each at their
-# full KernelBench shapes): CI checks these sizes; `python -m benchmarks.full_shapes` checks
+# full KernelBench shapes): CI checks these sizes; `ptodsl bench full_shapes` checks
 # the full ones. Their goldens are at full size. The loops such shapes need are checked at
 # small sizes in test_loops_in_sim.py.
 # The patterns interpreter mode is shown on (tests/test_interpret.py, benchmarks/interpret.py):
@@ -315,34 +314,6 @@ def pytest_configure(config):
     # A plan stored by `ptodsl tune` on this machine would change what compile emits: the
     # tests compile with an empty tuning cache of their own.
     os.environ["PTODSL_TUNING_DIR"] = tempfile.mkdtemp(prefix="ptodsl-test-tuning-")
-
-
-def pytest_addoption(parser):
-    parser.addoption(
-        "--update-goldens",
-        action="store_true",
-        help="rewrite golden files from the current output instead of comparing",
-    )
-
-
-@pytest.fixture
-def golden(request):
-    """golden(relative_path, text): compares text with the golden file, or rewrites it."""
-    update = request.config.getoption("--update-goldens")
-
-    def check(relative_path: str, text: str) -> None:
-        path = GOLDENS / relative_path
-        if update:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            return
-        assert path.exists(), f"no golden {path}; run pytest --update-goldens and review the diff"
-        assert text == path.read_text(encoding="utf-8"), (
-            f"{relative_path} differs from its golden; if the change is intended, run "
-            "pytest --update-goldens and review the diff"
-        )
-
-    return check
 
 
 # Hypothesis profiles (tests/test_fuzz.py, tests/test_random_specs.py): "ci" is the default,

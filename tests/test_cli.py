@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ptodsl.cli import STAGES
+from ptodsl.cli import BENCHMARKS, STAGES
 
 KERNELBENCH = ROOT / "examples" / "kernelbench"
 ELU = KERNELBENCH / "31_elu.pto"
@@ -176,6 +176,85 @@ def test_debug_goes_before_or_after_the_command():
         assert result.returncode == 0, result.stderr
 
 
+def bash_completions(script: str, words: list[str], cwd: Path) -> list[str]:
+    """What bash offers after `words` (the last one being completed) with `script` sourced."""
+    program = (
+        'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+        'COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; '
+        '_shtab_ptodsl ptodsl "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; '
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    completion = cwd / "ptodsl.bash"
+    completion.write_text(script, encoding="utf-8")
+    result = subprocess.run(
+        ["bash", "-c", program, "bash", completion, *words],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+    assert result.returncode == 0, result.stderr
+    return sorted(result.stdout.split())
+
+
+def test_bash_completion_offers_commands_options_and_spec_files(tmp_path):
+    result = ptodsl("--print-completion", "bash")
+    assert result.returncode == 0, result.stderr
+    (tmp_path / "specs").mkdir()
+    for name in ("relu.pto", "notes.txt"):
+        (tmp_path / name).touch()
+    assert bash_completions(result.stdout, ["ptodsl", "c"], tmp_path) == [
+        "check",
+        "compile",
+        "coverage",
+    ]
+    assert bash_completions(result.stdout, ["ptodsl", "check", ""], tmp_path) == [
+        "relu.pto",
+        "specs",
+    ]
+    assert "--untuned" in bash_completions(result.stdout, ["ptodsl", "check", "--u"], tmp_path)
+
+
+@pytest.mark.parametrize("shell", ["zsh", "tcsh"])
+def test_completion_scripts_for_other_shells_name_every_command(shell):
+    result = ptodsl("--print-completion", shell)
+    assert result.returncode == 0, result.stderr
+    for command in ("compile", "tune", "check", "coverage"):
+        assert command in result.stdout
+
+
+def test_a_reader_closing_the_pipe_stops_the_command_quietly():
+    printer = subprocess.Popen(
+        [sys.executable, "-m", "ptodsl", "--print-completion", "bash"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    printer.stdout.close()  # before it writes: its first write meets a closed pipe
+    assert printer.wait() == 128 + signal.SIGPIPE
+    assert printer.stderr.read() == b""
+
+
+def test_every_runnable_benchmark_is_a_bench_command():
+    runnable = {
+        ".".join(path.relative_to(ROOT / "benchmarks").with_suffix("").parts)
+        for path in (ROOT / "benchmarks").rglob("*.py")
+        if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+    }
+    assert runnable == set(BENCHMARKS)
+
+
+@pytest.mark.parametrize("benchmark", ["run", "baselines.verify"])  # a module, a package's
+def test_benchmarks_run_from_any_folder(tmp_path, benchmark):
+    result = ptodsl("bench", benchmark, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: ptodsl bench {benchmark}")
+
+
+def test_a_benchmarks_usage_error_is_its_exit_status(tmp_path):
+    result = ptodsl("bench", "full_shapes", "no_such_example", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "invalid choice: 'no_such_example'" in result.stderr
+
+
 def test_coverage_finds_the_repository_specs_from_any_folder(tmp_path):
     """The default --specs is the repository's folder, not one relative to the working
     directory: from elsewhere, an empty problems folder is the only complaint."""
@@ -191,6 +270,12 @@ def test_check_passes_and_reports(tmp_path):
     assert report["ok"] and report["outputs"][0]["max_abs_error"] == 0.0
     assert report["sim_time_us"] > 0
     assert list(tmp_path.iterdir()) == [], "check leaves nothing in the working directory"
+    # Progress goes to stderr as plain lines off a terminal: the golden, then each launch.
+    assert result.stderr.splitlines() == [
+        "checking relu in pypto SIM: 2 steps",
+        "[1/2] golden: the spec's torch reference in float64",
+        "[2/2] launch 1 of 1 simulated",
+    ]
 
 
 def test_check_fails_a_broken_kernel(tmp_path):

@@ -293,14 +293,14 @@ LOCATION = re.compile(r"^case\.pto:(\d+):(\d+): error: .+\n +--> case\.pto:\1:\2
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_diagnostic(case, golden):
+def test_diagnostic(case, pto_golden_text):
     with pytest.raises(ptodsl.SpecError) as raised:
         ptodsl.compile(CASES[case], name="case.pto")
     rendered = raised.value.render()
     assert LOCATION.match(rendered), rendered
     assert "^" in rendered.splitlines()[4]
     assert str(raised.value) == rendered
-    golden(f"diagnostics/{case}.txt", rendered + "\n")
+    pto_golden_text(f"diagnostics/{case}.txt", rendered + "\n")
 
 
 def test_a_long_flat_sum_compiles_and_a_huge_one_is_located():

@@ -13,8 +13,6 @@ from plan_limits import assert_plan_within_limits
 
 import ptodsl
 from ptodsl.checking import run_check
-from ptodsl.ir import format_kernel
-from ptodsl.plan import format_plan
 
 IDS = [path.stem for path in EXAMPLES]
 
@@ -24,12 +22,8 @@ def compile_example(path):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=IDS)
-def test_goldens(path, golden):
-    compiled = compile_example(path)
-    golden(f"{path.stem}/kernel.py.txt", compiled.source)
-    golden(f"{path.stem}/plan.json", format_plan(compiled.kernel))
-    golden(f"{path.stem}/lowered.ir.txt", format_kernel(compiled.kernel))
-    golden(f"{path.stem}/reference.py.txt", compiled.reference_source)
+def test_goldens(path, pto_golden):
+    pto_golden(path, name=f"examples/{path.name}")  # ptodsl's pytest plugin
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=IDS)

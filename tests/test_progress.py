@@ -31,3 +31,15 @@ def test_a_terminal_gets_a_bar_and_the_lines():
     text = stream.getvalue()
     assert "\r" in text and "measuring plans: 100%" in text and "2/2" in text
     assert "[1/2] defaults: 3.81 us\n" in text and "\x1b[3" not in text  # no colour
+
+
+def test_ticks_between_steps_move_a_terminals_clock_and_print_nothing_elsewhere(monkeypatch):
+    clock = iter(range(0, 1000, 7))
+    monkeypatch.setattr("tqdm.std.time", lambda: next(clock))  # tqdm's own clock, in seconds
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        with Progress(1, "step", "checking relu", stream) as progress:
+            progress.tick()
+            progress.tick()
+    assert "00:14" in terminal.getvalue()  # the elapsed time the second tick drew
+    assert pipe.getvalue() == "checking relu: 1 step\n"

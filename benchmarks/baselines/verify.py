@@ -1,7 +1,7 @@
 """Numerical check of the refactored baselines against each spec's float64 torch reference.
 
-    python -m benchmarks.baselines.verify [NAME ...] [--full] [--dims NAME:K=V,K=V ...]
-    python -m benchmarks.baselines.verify --official [NAME ...]
+    ptodsl bench baselines.verify [NAME ...] [--full] [--dims NAME:K=V,K=V ...]
+    ptodsl bench baselines.verify --official [NAME ...]
 
 For every example (default: all with a baseline module) this compiles the example spec whose
 kernel is NAME
@@ -109,7 +109,9 @@ def parse_dims(items: list[str]) -> dict[str, dict[str, int]]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ptodsl bench baselines.verify", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("names", nargs="*")
     parser.add_argument("--full", action="store_true", help="full spec dims for the big norms")
     parser.add_argument("--dims", nargs="*", default=[], help="NAME:K=V,K=V overrides")
