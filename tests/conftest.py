@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -314,6 +315,10 @@ def pytest_configure(config):
     # A plan stored by `ptodsl tune` on this machine would change what compile emits: the
     # tests compile with an empty tuning cache of their own.
     os.environ["PTODSL_TUNING_DIR"] = tempfile.mkdtemp(prefix="ptodsl-test-tuning-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ.pop("PTODSL_TUNING_DIR"), ignore_errors=True)
 
 
 # Hypothesis profiles (tests/test_fuzz.py, tests/test_random_specs.py): "ci" is the default,
