@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@command -v cmake >/dev/null || { echo "pypto builds its calculator with cmake: install cmake and a C++ compiler"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,cluster]'
 	touch $(STAMP)
 
 demo: $(STAMP)

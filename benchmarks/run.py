@@ -40,8 +40,9 @@ import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES
 from benchmarks.baselines import official
 from benchmarks.roofline import Platform, platform
-from ptodsl import ir
+from ptodsl import ir, sim_memory
 from ptodsl.diagnostics import Source
+from ptodsl.fanout import Task, cluster_address, in_repository, run_tasks
 from ptodsl.files import write_output
 from ptodsl.picture import ratio_chart_svg
 from ptodsl.pipeline import Lowered, lower
@@ -286,6 +287,23 @@ HEADER = (
 )
 
 
+def measure_example(name: str, budget: int) -> tuple[str, ...]:
+    """`measure` of the example named `name` on this machine's platform."""
+    (path,) = (p for p in EXAMPLES if p.stem == name)
+    return measure(path, budget, platform())
+
+
+def memory_needed(path: Path) -> float:
+    """An example's row at its peak: the check of its tuned plan, at most."""
+    lowered = lower(Source(path.read_text(encoding="utf-8"), path.name))
+    return sim_memory.check_bytes(lowered.checked, lowered.kernel)
+
+
+def failed_row(task: Task, error: BaseException) -> tuple[str, ...]:
+    note = f"did not run: {type(error).__name__}: {error}".splitlines()[0]
+    return (task.label, *[""] * (len(HEADER) - 2), note)
+
+
 def speedups(rows: list[tuple[str, ...]]) -> list[tuple[str, float]]:
     """Baseline time / tuned time of each row with a baseline, from the times (the ratio
     column is rounded); a tuned time rounded to 0 is an infinite ratio, which the chart
@@ -302,6 +320,23 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="ptodsl bench run", description=__doc__)
     parser.add_argument("examples", nargs="*", help="example names (file stems); default all")
     parser.add_argument("--budget", type=int, default=6, help="plans tuned per example")
+    spread = parser.add_mutually_exclusive_group()
+    spread.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="measure N examples at a time, as many as fit in memory (the compile column is "
+        "then timed on a busy machine)",
+    )
+    spread.add_argument(
+        "--cluster",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="measure on a Dask cluster (ADDRESS, else DASK_SCHEDULER_ADDRESS) whose workers "
+        "have ptodsl installed from a checkout of this repository",
+    )
     parser.add_argument(
         "--chart",
         type=Path,
@@ -309,6 +344,12 @@ def main(argv: list[str]) -> int:
         help="also write an SVG bar chart of baseline / tuned time per example here",
     )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give 1 or more")
+    try:
+        cluster = cluster_address(args.cluster)
+    except ValueError as error:
+        parser.error(str(error))
     if args.chart is not None and not args.chart.parent.is_dir():  # found now, not in an hour
         parser.error(f"--chart: no folder {args.chart.parent}")
     by_stem = {p.stem: p for p in EXAMPLES}
@@ -316,10 +357,22 @@ def main(argv: list[str]) -> int:
     if unknown:
         parser.error(f"unknown examples: {', '.join(unknown)}")
     chip = platform()
-    rows = [HEADER]
-    for name in args.examples or sorted(by_stem):
-        rows.append(measure(by_stem[name], args.budget, chip))
-        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    names = args.examples or sorted(by_stem)
+    # A job names its example: a cluster worker measures it in its own checkout.
+    tasks = [
+        Task(in_repository, ("run", "measure_example", name, args.budget), memory, name)
+        for name, memory in ((name, memory_needed(by_stem[name])) for name in names)
+    ]
+    rows = [
+        HEADER,
+        *run_tasks(
+            tasks,
+            failed=failed_row,
+            jobs=args.jobs,
+            cluster=cluster,
+            on_done=lambda index, row: print(" | ".join(row), file=sys.stderr, flush=True),
+        ),
+    ]
     print(markdown_table(HEADER, rows[1:]), end="")
     formulas = chip.describe()
     print(f"\nDDR roofline: {formulas['physical']}.")

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ptodsl import problems
+from ptodsl import problems, workers
 from ptodsl.files import import_file
 
 
@@ -27,6 +27,7 @@ class ProblemFault(Exception):
 
 
 def main(argv: list[str]) -> int:
+    workers.exit_with_parent()
     (work_dir,) = (Path(arg) for arg in argv)
     request = json.loads((work_dir / problems.REQUEST_FILE).read_text())
     weights = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)

@@ -22,7 +22,7 @@ from typing import Any
 import pypto
 import torch
 
-from ptodsl import simulator
+from ptodsl import simulator, workers
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
@@ -32,6 +32,7 @@ def main(argv: list[str]) -> int:
     # After importing pypto, whose own SIGSEGV handler prints nothing: a crashing kernel
     # then leaves its Python stack in the log (pypto's handler still runs afterwards).
     faulthandler.enable()
+    workers.exit_with_parent()
     (request_dir,) = (Path(arg) for arg in argv)
     request = json.loads((request_dir / simulator._REQUEST_FILE).read_text())
     # Mapped, not read: the inputs' pages stay file-backed beside pypto's own copies.

@@ -21,12 +21,14 @@ import torch
 
 from ptodsl import ir, modules, ops, sim_memory
 from ptodsl.api import Compiled
+from ptodsl.diagnostics import Source
 from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.progress import Progress
 from ptodsl.serialise import to_json, with_properties
 from ptodsl.simulator import PassResult, SimRun, run_model
 from ptodsl.tables import aligned_lines
+from ptodsl.target import PYPTO_0_2_0
 from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
@@ -745,6 +747,36 @@ def run_check(
         sim_time_us=run.sim_time_us,
         total_cycles=run.total_cycles,
     )
+
+
+@attrs.frozen
+class CheckJob:
+    """One spec's check as a fan-out job carries it (`ptodsl.fanout`): the text and the plan
+    chosen where the command ran (a cluster worker has no tuning cache of ours)."""
+
+    source: Source
+    dims: Mapping[str, int]
+    tuning: ir.Tuning
+    plan_origin: str
+    seed: int
+    passes: str
+    timeout: float
+
+
+def check_job(job: CheckJob) -> CheckReport | str:
+    """The job's report, or why its kernel did not run."""
+    from ptodsl.api import lower_spec
+    from ptodsl.simulator import SimulationError
+
+    lowered, _ = lower_spec(job.source, job.dims, PYPTO_0_2_0, job.tuning)
+    compiled = Compiled(lowered, job.plan_origin)
+    seed, passes, timeout = job.seed, job.passes, job.timeout
+    try:
+        return run_check(compiled, seed=seed, passes=passes, timeout=timeout)
+    except SimulationError as error:
+        return f"the kernel did not run\n{error}"
+    except ValueError as error:  # CheckTooBig among them
+        return str(error)
 
 
 def check_steps(compiled: Compiled) -> int:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import shtab
 
-from ptodsl import __version__
+from ptodsl import __version__, sim_memory
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import EncodingError, Source, SpecError, visible
+from ptodsl.fanout import REPOSITORY, ClusterError, cluster_address
 from ptodsl.files import OutputRefused, write_output
 from ptodsl.ir import format_kernel
 from ptodsl.picture import plan_svg
@@ -96,9 +97,8 @@ def _folder(text: str) -> Path:
     return path
 
 
-# The repository checkout ptodsl is installed from (editable): `coverage` finds its KernelBench
-# specs and `bench` its benchmarks there from any working directory.
-REPOSITORY = Path(__file__).resolve().parent.parent
+# `coverage` finds the repository's KernelBench specs, and `bench` its benchmarks, from any
+# working directory.
 REPOSITORY_SPECS = REPOSITORY / "examples" / "kernelbench"
 # The runnable modules of the repository's benchmarks/ folder.
 BENCHMARKS = (
@@ -136,6 +136,25 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     commands = parser.add_subparsers(dest="command", required=True)
+    # The simulator jobs of tune, check and coverage side by side (ptodsl.fanout).
+    fanout = argparse.ArgumentParser(add_help=False)
+    spread = fanout.add_mutually_exclusive_group()
+    spread.add_argument(
+        "--jobs",
+        type=_positive(int),
+        default=1,
+        metavar="N",
+        help="run N simulator jobs at a time on this machine, as many as fit in its memory "
+        "(default: 1)",
+    )
+    spread.add_argument(
+        "--cluster",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the jobs on a Dask cluster: its scheduler's ADDRESS, or without one "
+        "DASK_SCHEDULER_ADDRESS (pip install 'ptodsl[cluster]')",
+    )
 
     compile_command = commands.add_parser(
         "compile", parents=[common], help="compile a spec to a PyPTO module"
@@ -171,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
 
     tune_command = commands.add_parser(
         "tune",
-        parents=[common],
+        parents=[common, fanout],
         help="measure candidate plans in pypto SIM and store the fastest for compile",
     )
     tune_command.add_argument(
@@ -201,10 +220,12 @@ def _parser() -> argparse.ArgumentParser:
 
     check_command = commands.add_parser(
         "check",
-        parents=[common],
+        parents=[common, fanout],
         help="run the kernel in pypto SIM and compare it with the torch reference",
     )
-    check_command.add_argument("spec", type=Path, help=SPEC_HELP).complete = PTO_FILES
+    check_command.add_argument(
+        "spec", type=Path, nargs="+", help=SPEC_HELP + "; several are checked side by side"
+    ).complete = PTO_FILES
     _add_dim_option(check_command)
     check_command.add_argument(
         "--kernel", type=Path, help="check this module (e.g. hand-edited) instead of compiling"
@@ -241,7 +262,7 @@ def _parser() -> argparse.ArgumentParser:
 
     coverage_command = commands.add_parser(
         "coverage",
-        parents=[common],
+        parents=[common, fanout],
         help="check every KernelBench spec against its problem file and print a table",
     )
     coverage_command.add_argument(
@@ -404,6 +425,8 @@ def _tune(args: argparse.Namespace) -> int:
                 budget=args.budget,
                 check=not args.no_check,
                 progress=progress,
+                jobs=args.jobs,
+                cluster=_cluster_address(args),
             )
     except TuningFailed as error:
         raise UserError(f"tune: {error}") from None
@@ -456,10 +479,13 @@ def _check(args: argparse.Namespace) -> int:
     from ptodsl.checking import check_steps, format_report, problem_rescale, run_check
     from ptodsl.simulator import SimulationError
 
-    source = _read_spec(args.spec)
+    if len(args.spec) > 1 or args.cluster is not None:
+        return _check_side_by_side(args)
+    (spec,) = args.spec
+    source = _read_spec(spec)
     dims = dict(args.dim)
     compiled = compile_spec(
-        source.text, name=str(args.spec), dims=dims, tuning=None if args.untuned else "cached"
+        source.text, name=str(spec), dims=dims, tuning=None if args.untuned else "cached"
     )
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
@@ -489,6 +515,60 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR
 
 
+def _check_side_by_side(args: argparse.Namespace) -> int:
+    """Several specs (or one on a cluster): a check job each, their reports in the order the
+    specs were given; a job whose kernel did not run is a failing entry, not a lost run."""
+    from ptodsl.checking import CheckJob, check_job, format_report
+    from ptodsl.fanout import Task, run_tasks
+
+    if args.kernel is not None or args.against is not None:
+        raise UsageError("--kernel and --against check one spec: give one, without --cluster")
+    dims = dict(args.dim)
+    tasks = []
+    for spec in args.spec:  # every spec compiles here first: a bad one stops the run now
+        source = _read_spec(spec)
+        lowered, origin = lower_spec(source, dims, tuning=None if args.untuned else "cached")
+        job = CheckJob(source, dims, lowered.tuning, origin, args.seed, args.passes, args.timeout)
+        memory = sim_memory.check_bytes(lowered.checked, lowered.kernel)
+        tasks.append(Task(check_job, (job,), memory, lowered.kernel.name))
+
+    def outcome(result) -> str:
+        return result if isinstance(result, str) else ("PASS" if result.ok else "FAIL")
+
+    def failed(task, error: BaseException) -> str:
+        return f"the check did not complete: {type(error).__name__}: {error}"
+
+    with Progress(len(tasks), "spec", "checking specs in pypto SIM") as progress:
+        reports = run_tasks(
+            tasks,
+            failed=failed,
+            jobs=args.jobs,
+            cluster=_cluster_address(args),
+            on_done=lambda index, result: progress.step(
+                f"{tasks[index].label}: {outcome(result).splitlines()[0]}"
+            ),
+        )
+    if args.json:
+        entries = [
+            {"spec": str(spec), "error": r} if isinstance(r, str) else r.to_json()
+            for spec, r in zip(args.spec, reports, strict=True)
+        ]
+        print(json.dumps(entries, indent=2, allow_nan=False))
+    else:
+        for spec, report in zip(args.spec, reports, strict=True):
+            text = f"ptodsl check {spec}: {report}\n" if isinstance(report, str) else None
+            sys.stdout.write(text or format_report(report))
+    passed = all(not isinstance(r, str) and r.ok for r in reports)
+    return EXIT_OK if passed else EXIT_SPEC_ERROR
+
+
+def _cluster_address(args: argparse.Namespace) -> str | None:
+    try:
+        return cluster_address(args.cluster)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
 def _coverage(args: argparse.Namespace) -> int:
     from ptodsl.coverage import INTERNAL_ERROR, coverage_json, format_table, judged, run_coverage
 
@@ -504,7 +584,15 @@ def _coverage(args: argparse.Namespace) -> int:
 
     only = args.only or ()
     with _Reporter("problem", "checking problems", finished) as progress:
-        rows = run_coverage(args.problems, specs, only, progress, args.timeout)
+        rows = run_coverage(
+            args.problems,
+            specs,
+            only,
+            progress,
+            args.timeout,
+            jobs=args.jobs,
+            cluster=_cluster_address(args),
+        )
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
     if args.json:
@@ -588,6 +676,9 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     except EncodingError as error:  # located already: file:line:col: error: ...
         print(error, file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except ClusterError as error:
+        print(f"ptodsl: error: {error}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)

@@ -13,6 +13,7 @@ its row names those dims and says why.
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ import attrs
 from ptodsl import sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
+from ptodsl.fanout import Task, run_tasks
 from ptodsl.problems import ProblemError
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
@@ -78,6 +80,35 @@ def by_number(paths: Iterable[Path]) -> dict[int, list[Path]]:
 
 def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
     """One row, whatever happens: a failure of one problem never loses the table."""
+    return check_texts(
+        Pair(spec.name, spec.read_text(encoding="utf-8"), problem.name, problem.read_bytes()),
+        timeout,
+    )
+
+
+@attrs.frozen
+class Pair:
+    """A spec and its problem file, as text: what a coverage job carries to its worker (on a
+    cluster, a machine without this one's files)."""
+
+    spec_name: str
+    spec_text: str
+    problem_name: str
+    problem_bytes: bytes
+
+
+def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
+    """`check_pair` of a spec and problem given as text (the problem is written to a scratch
+    folder under its own name, which its worker imports)."""
+    with tempfile.TemporaryDirectory(prefix="ptodsl-coverage-") as scratch:
+        problem = Path(scratch) / pair.problem_name
+        problem.write_bytes(pair.problem_bytes)
+        row = _checked_row(pair.spec_name, pair.spec_text, problem, timeout)
+    # Messages name the problem by its file name, not by the scratch copy's path.
+    return attrs.evolve(row, verdict=row.verdict.replace(str(problem), pair.problem_name))
+
+
+def _checked_row(spec_name: str, text: str, problem: Path, timeout: float) -> Row:
     # Imported here: checking pulls in torch.
     from ptodsl.checking import CheckTooBig, run_check
     from ptodsl.simulator import SimulationError
@@ -88,17 +119,16 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
     started = time.monotonic()
 
     def row(verdict: str) -> Row:
-        return Row(number, problem.name, spec.name, verdict)
+        return Row(number, problem.name, spec_name, verdict)
 
-    text = spec.read_text(encoding="utf-8")
     note = ""
     try:
-        compiled = compile_spec(text, name=spec.name)
+        compiled = compile_spec(text, name=spec_name)
         try:
             report = run_check(compiled, against=problem, timeout=timeout)
             sim_time_us = report.sim_time_us
         except CheckTooBig as too_big:
-            dims, report = _within_memory(text, spec.name, problem, compiled, timeout)
+            dims, report = _within_memory(text, spec_name, problem, compiled, timeout)
             sim_time_us = probe_cost(compiled.lowered, timeout=timeout).sim_time_us
             note = (
                 f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
@@ -106,7 +136,7 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
                 f"{too_big.available / sim_memory.GIB:.0f} GiB are available"
             )
         if _only_vacuous(report):
-            dims, report = _at_a_judgeable_scale(text, spec.name, problem, compiled, timeout)
+            dims, report = _at_a_judgeable_scale(text, spec_name, problem, compiled, timeout)
             note = (
                 f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
                 "shape the check cannot tell the kernel from a trivial one (outputs below "
@@ -126,7 +156,7 @@ def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) ->
     return Row(
         number,
         problem.name,
-        spec.name,
+        spec_name,
         "PASS" if report.ok else "FAIL",
         error,
         sim_time_us,
@@ -201,37 +231,87 @@ def run_coverage(
     only: Iterable[int] = (),
     progress: Callable[[int, int, Row | None], None] = lambda done, total, row: None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    jobs: int = 1,
+    cluster: str | None = None,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
-    row)` hears of each row as it is made, and `progress(0, total, None)` before the first."""
+    row)` hears of each row as it is made, and `progress(0, total, None)` before the first.
+    The checks run `jobs` at a time here, or on the Dask cluster at `cluster`
+    (`ptodsl.fanout`); the rows are the same, in the same order, either way."""
     problems = by_number(problems_dir.glob("*.py"))
     specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
     chosen = [
-        (number, paths)
+        (number, problem, paths)
         for number, paths in sorted(problems.items())
         if not wanted or number in wanted
+        for problem in paths
     ]
-    total = sum(len(paths) for _, paths in chosen)
-    progress(0, total, None)
-    rows = []
-    for number, paths in chosen:
-        for problem in paths:
-            candidates = specs.get(number, [])
-            if not candidates:
-                row = Row(number, problem.name, "", NO_SPEC)
-            elif len(candidates) > 1:
-                names = ", ".join(p.name for p in candidates)
-                row = Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}")
-            else:
-                row = check_pair(candidates[0], problem, timeout)
-            if len(paths) > 1:
-                others = ", ".join(p.name for p in paths if p != problem)
-                row = attrs.evolve(row, problem=f"{problem.name} (number shared with {others})")
-            rows.append(row)
-            progress(len(rows), total, row)
-    return rows
+    progress(0, len(chosen), None)
+    rows: list[Row | None] = []
+    tasks: list[Task[Row]] = []
+    for number, problem, _ in chosen:
+        candidates = specs.get(number, [])
+        if len(candidates) == 1:
+            rows.append(None)  # its check's row, once the task has run
+            tasks.append(_coverage_task(candidates[0], problem, timeout))
+        elif candidates:
+            names = ", ".join(p.name for p in candidates)
+            rows.append(Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}"))
+        else:
+            rows.append(Row(number, problem.name, "", NO_SPEC))
+    done = 0
+    for row in rows:
+        if row is not None:
+            done += 1
+            progress(done, len(chosen), row)
+
+    def checked(index: int, row: Row) -> None:
+        nonlocal done
+        done += 1
+        progress(done, len(chosen), row)
+
+    checks = iter(
+        run_tasks(tasks, failed=_failed_task, jobs=jobs, cluster=cluster, on_done=checked)
+    )
+    rows = [next(checks) if row is None else row for row in rows]
+    return [
+        _shared_number(row, problem, paths)
+        for row, (_, problem, paths) in zip(rows, chosen, strict=True)
+    ]
+
+
+def _coverage_task(spec: Path, problem: Path, timeout: float) -> Task[Row]:
+    text = spec.read_text(encoding="utf-8")
+    pair = Pair(spec.name, text, problem.name, problem.read_bytes())
+    return Task(check_texts, (pair, timeout), _check_memory(text, spec.name), problem.name)
+
+
+def _check_memory(text: str, name: str) -> float:
+    """What the check of the spec will need: its estimate at full shape, or, when that is
+    more than this machine has, about all of it (the check then scales the spec down to fit)."""
+    try:
+        compiled = compile_spec(text, name=name)
+    except SpecError:
+        return sim_memory.BASE_BYTES  # the row is a spec error, found in no time
+    return min(sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel), available_bytes())
+
+
+def _failed_task(task: Task[Row], error: BaseException) -> Row:
+    """The row of a check that could not complete (on a cluster: its worker kept dying)."""
+    pair, _ = task.arguments
+    number = problem_number(Path(pair.problem_name))
+    assert number is not None
+    reason = f"{type(error).__name__}: {_one_line(error)}"
+    return Row(number, pair.problem_name, pair.spec_name, f"DID NOT RUN: {reason}")
+
+
+def _shared_number(row: Row, problem: Path, paths: list[Path]) -> Row:
+    if len(paths) == 1:
+        return row
+    others = ", ".join(p.name for p in paths if p != problem)
+    return attrs.evolve(row, problem=f"{problem.name} (number shared with {others})")
 
 
 def judged(rows: list[Row], only: Iterable[int] = ()) -> list[Row]:

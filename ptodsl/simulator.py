@@ -413,6 +413,11 @@ def _worker_environment(work_dir: Path, launch_timeout: float | None) -> dict[st
             # Errors only, but to stdout: they carry the reason behind "Run pass failed".
             "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
             "ASCEND_GLOBAL_LOG_LEVEL": "3",
+            # pypto's calculator sums f32 values with torch, whose order, so whose rounding,
+            # follows the thread count: one thread everywhere makes a kernel's values the
+            # same on any machine, under --jobs and in a Dask worker (which pins 1 itself).
+            # Measured cost: #37 at N=4 16.4 s against 15.6 s with 2 threads.
+            "OMP_NUM_THREADS": "1",
         }
     )
     if launch_timeout is not None:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, sim_memory
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import factory_name
 from ptodsl.diagnostics import Source, SpecError
+from ptodsl.fanout import Task, run_tasks
 from ptodsl.pipeline import Lowered
 from ptodsl.serialise import to_json
 from ptodsl.tables import aligned_lines
@@ -185,24 +186,38 @@ def tune(
     check: bool = True,
     store: bool = True,
     progress: Callable[[int, int, Measured | None], None] = lambda done, total, measured: None,
+    jobs: int = 1,
+    cluster: str | None = None,
 ) -> TuneResult:
     """Measures up to `budget` candidate plans (the default first) and stores the fastest
     that passes `ptodsl check` in the tuning cache (unless `store` is off). With `check`
     off the fastest plan is recorded beside the cache, never where compile reads.
     `progress(done, total, measured)` hears of each plan measured, and `progress(0, total,
-    None)` before the first."""
-    from ptodsl.simulator import SimulationError
-
+    None)` before the first. The plans are measured `jobs` at a time here, or on the Dask
+    cluster at `cluster` (`ptodsl.fanout`): the cost model is deterministic, so the result
+    is the same either way."""
     plans = candidates(source, dims, target)[: max(1, budget)]
     progress(0, len(plans), None)
-    measured = []
-    for index, lowered in enumerate(plans):
-        try:
-            result = Measured(lowered, probe_cost(lowered))
-        except SimulationError as error:
-            result = Measured(lowered, None, str(error).splitlines()[0])
-        measured.append(result)
-        progress(index + 1, len(plans), result)
+    tasks = [
+        Task(
+            measure_plan,
+            (source, dims, target, lowered.tuning),
+            sim_memory.verification_bytes(lowered.kernel),
+            lowered.tuning.describe(),
+        )
+        for lowered in plans
+    ]
+    done = 0
+
+    def measured_one(index: int, outcome: Cost | str) -> None:
+        nonlocal done
+        done += 1
+        progress(done, len(plans), _measured(plans[index], outcome))
+
+    outcomes = run_tasks(
+        tasks, failed=_failed_measure, jobs=jobs, cluster=cluster, on_done=measured_one
+    )
+    measured = [_measured(plan, outcome) for plan, outcome in zip(plans, outcomes, strict=True)]
     default = measured[0]
     ranked = sorted((m for m in measured if m.cost), key=lambda m: m.cost.sim_time_us)
     if default.cost is not None:  # the default stays unless a plan beats it by the margin
@@ -218,6 +233,31 @@ def tune(
         else:
             _store(source, dims, target, best, default, checked=check)
     return TuneResult(tuple(measured), best, check)
+
+
+def measure_plan(
+    source: Source, dims: Mapping[str, int] | None, target: Target, tuning: ir.Tuning
+) -> Cost | str:
+    """The cost of the plan `tuning` gives the spec, or why it did not run in pypto SIM: a
+    tuning job, which lowers the spec again where it runs (on a cluster worker: from the
+    text, the same plan)."""
+    from ptodsl.simulator import SimulationError
+
+    lowered, _ = lower_spec(source, dims, target, tuning=tuning)
+    try:
+        return probe_cost(lowered)
+    except SimulationError as error:
+        return str(error).splitlines()[0]
+
+
+def _failed_measure(task: Task, error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+def _measured(plan: Lowered, outcome: Cost | str) -> Measured:
+    if isinstance(outcome, Cost):
+        return Measured(plan, outcome)
+    return Measured(plan, None, outcome)
 
 
 def _beats(plan: Measured, default: Measured) -> bool:

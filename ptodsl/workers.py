@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -59,6 +60,8 @@ SLAB_STALL = Stall(
     "progress",
 )
 POLL_S = 1.0
+PARENT_VARIABLE = "PTODSL_WORKER_PARENT"
+EXIT_ORPHANED = 70  # a worker whose parent died (EX_SOFTWARE): nobody reads its status
 
 
 def run_worker(
@@ -82,12 +85,14 @@ def run_worker(
         worker = subprocess.Popen(
             command,
             cwd=work_dir,
-            env=dict(os.environ if env is None else env),
+            env={**(os.environ if env is None else env), PARENT_VARIABLE: str(os.getpid())},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        with _RUNNING_LOCK:
+            _RUNNING.add(worker)
         try:
             while True:
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -101,6 +106,38 @@ def run_worker(
         except BaseException:
             _kill_group(worker)
             raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(worker)
+
+
+def exit_with_parent() -> None:
+    """In a worker: end this process when the one that started it dies (a Dask worker killed
+    mid-job, the command killed with SIGKILL), instead of simulating on for nobody. Polled:
+    PR_SET_PDEATHSIG would follow the starting thread, not the process. The parent is the
+    one `run_worker` names (PARENT_VARIABLE): one that died before this started is seen too."""
+    parent = int(os.environ.get(PARENT_VARIABLE, os.getppid()))
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(POLL_S)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="ptodsl-exit-with-parent", daemon=True).start()
+
+
+# The workers running now, in every thread: `stop_all_workers` ends them when a command that
+# runs jobs side by side is interrupted (each worker leads a process group of its own, which a
+# terminal's Ctrl-C does not reach).
+_RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_all_workers() -> None:
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for worker in running:
+        _kill_group(worker)
 
 
 def _reason_to_stop(

@@ -158,6 +158,19 @@ USAGE_ERRORS = {
     "timeout_nan": (("coverage", ".", "--timeout", "nan"), "nan is not above 0"),
     "problems_not_a_folder": (("coverage", "no-such-folder"), "no-such-folder is not a folder"),
     "specs_not_a_folder": (("coverage", ".", "--specs", "nope"), "--specs: nope is not a folder"),
+    "jobs_zero": (("coverage", ".", "--jobs", "0"), "argument --jobs: 0 is not above 0"),
+    "jobs_and_cluster": (
+        ("tune", ELU, "--jobs", "2", "--cluster", "tcp://127.0.0.1:8786"),
+        "argument --cluster: not allowed with argument --jobs",
+    ),
+    "cluster_without_address": (
+        ("check", ELU, "--cluster"),
+        "--cluster: give the scheduler's address, or set DASK_SCHEDULER_ADDRESS",
+    ),
+    "several_specs_with_kernel": (
+        ("check", ELU, ELU, "--kernel", ELU),
+        "--kernel and --against check one spec",
+    ),
 }
 
 
@@ -483,3 +496,14 @@ def test_coverage_and_tune_print_json(tmp_path):
         env=env,
     )
     assert json.loads(listed.stdout) == []  # the default kept: nothing stored
+
+
+def test_several_specs_are_checked_side_by_side_and_reported_in_order(tmp_path):
+    relu = KERNELBENCH / "19_relu.pto"
+    result = ptodsl("check", ELU, relu, "--jobs", "2", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reports = json.loads(result.stdout)
+    assert [r["kernel"] for r in reports] == ["elu", "relu"] and all(r["ok"] for r in reports)
+    # Progress: a line per spec as it finishes, in whichever order that is.
+    finished = [line.split("] ")[1] for line in result.stderr.splitlines()[1:]]
+    assert sorted(finished) == ["elu: PASS", "relu: PASS"]

@@ -211,9 +211,10 @@ def test_coverage_prints_its_table_once_and_passes_beside_a_problem_without_spec
     assert "| PASS " in rows["19"] and "19_relu.pto" in rows["19"]
     assert "| NO SPEC " in rows["999"]
     assert "1 of 1 problems with a spec pass; 1 without a spec." in result.stdout
-    # progress on stderr is one line per problem, not a second copy of the table
+    # progress on stderr is one line per problem, not a second copy of the table: the rows
+    # that need no check first, then each check as it finishes
     assert "|" not in result.stderr
-    assert "[1/2] #19 19_ReLU.py: PASS in " in result.stderr
+    assert "[1/2] #999 999_Unknown.py: NO SPEC\n[2/2] #19 19_ReLU.py: PASS in " in result.stderr
 
 
 def test_coverage_of_a_named_problem_without_spec_fails(tmp_path):
