@@ -20,13 +20,15 @@ from pathlib import Path
 
 import attrs
 
-from ptodsl import sim_memory
+from ptodsl import ir, sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.fanout import Task, run_tasks
 from ptodsl.problems import ProblemError
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
+from ptodsl.target import PYPTO_0_2_0
+from ptodsl.tuning_cache import cached_tuning
 from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
 
 _NUMBER = re.compile(r"^(\d+)_")
@@ -80,10 +82,13 @@ def by_number(paths: Iterable[Path]) -> dict[int, list[Path]]:
 
 def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
     """One row, whatever happens: a failure of one problem never loses the table."""
-    return check_texts(
-        Pair(spec.name, spec.read_text(encoding="utf-8"), problem.name, problem.read_bytes()),
-        timeout,
-    )
+    return check_texts(_pair(spec, problem), timeout)
+
+
+def _pair(spec: Path, problem: Path) -> Pair:
+    text = spec.read_text(encoding="utf-8")
+    tuning = cached_tuning(text, None, PYPTO_0_2_0)  # the plan compile would use here
+    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes())
 
 
 @attrs.frozen
@@ -93,6 +98,7 @@ class Pair:
 
     spec_name: str
     spec_text: str
+    tuning: ir.Tuning | None  # the plan: a tuned one where the command ran, or the default
     problem_name: str
     problem_bytes: bytes
 
@@ -103,12 +109,12 @@ def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
     with tempfile.TemporaryDirectory(prefix="ptodsl-coverage-") as scratch:
         problem = Path(scratch) / pair.problem_name
         problem.write_bytes(pair.problem_bytes)
-        row = _checked_row(pair.spec_name, pair.spec_text, problem, timeout)
+        row = _checked_row(pair, problem, timeout)
     # Messages name the problem by its file name, not by the scratch copy's path.
     return attrs.evolve(row, verdict=row.verdict.replace(str(problem), pair.problem_name))
 
 
-def _checked_row(spec_name: str, text: str, problem: Path, timeout: float) -> Row:
+def _checked_row(pair: Pair, problem: Path, timeout: float) -> Row:
     # Imported here: checking pulls in torch.
     from ptodsl.checking import CheckTooBig, run_check
     from ptodsl.simulator import SimulationError
@@ -121,9 +127,10 @@ def _checked_row(spec_name: str, text: str, problem: Path, timeout: float) -> Ro
     def row(verdict: str) -> Row:
         return Row(number, problem.name, spec_name, verdict)
 
+    spec_name, text = pair.spec_name, pair.spec_text
     note = ""
     try:
-        compiled = compile_spec(text, name=spec_name)
+        compiled = compile_spec(text, name=spec_name, tuning=pair.tuning)
         try:
             report = run_check(compiled, against=problem, timeout=timeout)
             sim_time_us = report.sim_time_us
@@ -187,7 +194,7 @@ def _smaller_shapes(text: str, name: str, compiled) -> Iterator[tuple[dict[str, 
     dims = dict(compiled.lowered.syntax.declared_dims)
     while not all(size == 1 for size in dims.values()):
         dims = {dim: max(1, size // 2) for dim, size in dims.items()}
-        yield dims, compile_spec(text, name=name, dims=dims)
+        yield dims, compile_spec(text, name=name, dims=dims, tuning=None)
 
 
 def _check_scaled(problem: Path, compiled, smaller, dims: dict[str, int], timeout: float):
@@ -283,9 +290,9 @@ def run_coverage(
 
 
 def _coverage_task(spec: Path, problem: Path, timeout: float) -> Task[Row]:
-    text = spec.read_text(encoding="utf-8")
-    pair = Pair(spec.name, text, problem.name, problem.read_bytes())
-    return Task(check_texts, (pair, timeout), _check_memory(text, spec.name), problem.name)
+    pair = _pair(spec, problem)
+    memory = _check_memory(pair.spec_text, spec.name)
+    return Task(check_texts, (pair, timeout), memory, problem.name)
 
 
 def _check_memory(text: str, name: str) -> float:

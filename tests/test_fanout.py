@@ -141,7 +141,7 @@ def cluster():
             threads_per_worker=1,
             processes=True,
             resources={fanout.MEMORY_RESOURCE: 8 * GIB},
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: two test processes may each start one
         ) as local,
         distributed.Client(local.scheduler_address) as client,
     ):
