@@ -337,6 +337,8 @@ def _simulate(
         torch.save(payload, work_dir / _TENSORS_FILE)
         watch = None if on_launch is None else _launch_watch(work_dir, on_launch)
         _run_worker(work_dir, module_path, timeout, request.get("launches", 1), watch)
+        if watch is not None:  # the last launches may end between two polls
+            watch()
         run = _read_results(work_dir, request["verify"])
         if trace_dir is not None:
             keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
