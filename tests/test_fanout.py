@@ -194,9 +194,10 @@ def test_tune_side_by_side_and_on_a_cluster_measures_what_a_serial_run_does(clus
     assert costs(cluster=address) == serial
 
 
-def test_an_unreachable_cluster_is_an_error_not_a_hang():
+def test_an_unreachable_cluster_is_an_error_not_a_hang(monkeypatch):
     tasks = [Task(sleeper, ("a", 0.0), GIB, "a")]
     pytest.importorskip("distributed", reason="ptodsl[cluster] is not installed")
+    monkeypatch.setattr(fanout, "CLUSTER_WORKERS_TIMEOUT_S", 2)  # not a minute of CI
     with pytest.raises(fanout.ClusterError, match="cannot reach the Dask scheduler"):
         run_tasks(tasks, failed=failed, cluster="tcp://127.0.0.1:9")
 
