@@ -341,8 +341,7 @@ def _simulate(
             watch()
         run = _read_results(work_dir, request["verify"])
         if trace_dir is not None:
-            keep_traces(work_dir / _PYPTO_OUTPUT_DIR, trace_dir)
-            _copy_launch_traces(work_dir / _LAUNCHES_DIR, trace_dir)
+            keep_traces(_cost_model_outputs(work_dir), trace_dir)
         return run
     finally:
         _dispose(work_dir)
@@ -491,12 +490,10 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     )
 
 
-def keep_traces(pypto_output: Path, trace_dir: Path) -> list[Path]:
-    """Copy the cost-model output of every kernel launch in `pypto_output` to
-    `trace_dir/launch_<n>` (n in launch order, after the launches kept there already) and
-    return those folders."""
+def keep_traces(runs: list[Path], trace_dir: Path) -> list[Path]:
+    """Copy the cost-model output of every kernel launch in `runs` to `trace_dir/launch_<n>`
+    (n in launch order, after the launches kept there already) and return those folders."""
     kept = []
-    runs = sorted(pypto_output.glob("*/CostModelSimulationOutput"))
     first = len(list(Path(trace_dir).glob("launch_*")))
     for number, run in enumerate(runs, start=first):
         target = Path(trace_dir) / f"launch_{number}"
@@ -508,12 +505,6 @@ def keep_traces(pypto_output: Path, trace_dir: Path) -> list[Path]:
 def _launch_traces(folder: Path) -> list[Path]:
     """`keep_traces`' launch_<n> folders in launch order (launch_10 after launch_9)."""
     return sorted(folder.glob("launch_*"), key=lambda path: int(path.name.split("_")[1]))
-
-
-def _copy_launch_traces(folder: Path, trace_dir: Path) -> None:
-    first = len(list(Path(trace_dir).glob("launch_*")))
-    for number, launch in enumerate(_launch_traces(folder), start=first):
-        shutil.copytree(launch, Path(trace_dir) / f"launch_{number}", dirs_exist_ok=True)
 
 
 def aicore_time_us(swim_json: Path) -> float:
