@@ -251,7 +251,7 @@ def measure_plan(
 
 
 def _failed_measure(task: Task, error: BaseException) -> str:
-    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    return f"{type(error).__name__}: {error}".splitlines()[0]
 
 
 def _measured(plan: Lowered, outcome: Cost | str) -> Measured:
