@@ -22,7 +22,7 @@ from typing import Any
 import pypto
 import torch
 
-from ptodsl import simulator, workers
+from ptodsl import interpret, simulator, workers
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
@@ -67,6 +67,7 @@ def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]
         assert not unexpected and not unloaded, f"state {unexpected} does not fit {unloaded}"
     with torch.no_grad():
         result = model(*payload["inputs"])
+        interpret.finish_launches()  # launches in flight write the outputs when they end
     return [_compact(t.detach()) for t in _as_list(result)]
 
 

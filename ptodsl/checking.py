@@ -29,7 +29,7 @@ from ptodsl.serialise import to_json, with_properties
 from ptodsl.simulator import PassResult, SimRun, run_model
 from ptodsl.tables import aligned_lines
 from ptodsl.target import PYPTO_0_2_0
-from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
+from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes, memory_limit
 
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
 PER_PASS_VERIFY_LIMIT = 1 << 20
@@ -669,6 +669,7 @@ def run_check(
     rescale: Mapping[int, int] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: Progress | None = None,
+    launch_jobs: int = 1,
 ) -> CheckReport:
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
     torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
@@ -676,7 +677,9 @@ def run_check(
     module-level size constants resized by `rescale`). `timeout` limits each worker.
     Raises `CheckTooBig`, before allocating anything, when the check would not fit in the
     memory this machine has available. `progress` gets `check_steps(compiled)` steps: the
-    golden, then each launch simulated."""
+    golden, then each launch simulated. `launch_jobs`: a kernel whose launches run in
+    workers of their own runs up to that many at once, as many as fit in the memory
+    available (`launches_in_flight`)."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
     available = available_bytes()
     if needed > available:
@@ -707,6 +710,7 @@ def run_check(
         case = attrs.evolve(case, expected=(), scales=())
         per_launch = verify == "graph" and sim_memory.worker_per_launch(compiled.kernel)
         launches = compiled.kernel.launch_count if per_launch else 1
+        in_flight = launches_in_flight(compiled.kernel, launch_jobs) if per_launch else 1
         run: SimRun = run_model(
             kernel_path,
             case.init_kwargs,
@@ -717,6 +721,7 @@ def run_check(
             state=state,
             timeout=timeout,
             launches=launches,
+            launches_in_flight=in_flight,
             on_launch=None if progress is None else _launch_steps(progress, compiled),
         )
         del goldens, arguments, state
@@ -761,6 +766,7 @@ class CheckJob:
     seed: int
     passes: str
     timeout: float
+    launch_jobs: int = 1
 
 
 def check_job(job: CheckJob) -> CheckReport | str:
@@ -772,11 +778,21 @@ def check_job(job: CheckJob) -> CheckReport | str:
     compiled = Compiled(lowered, job.plan_origin)
     seed, passes, timeout = job.seed, job.passes, job.timeout
     try:
-        return run_check(compiled, seed=seed, passes=passes, timeout=timeout)
+        return run_check(
+            compiled, seed=seed, passes=passes, timeout=timeout, launch_jobs=job.launch_jobs
+        )
     except SimulationError as error:
         return f"the kernel did not run\n{error}"
     except ValueError as error:  # CheckTooBig among them
         return str(error)
+
+
+def launches_in_flight(kernel: ir.Kernel, jobs: int) -> int:
+    """How many of `kernel`'s launches run at once, each in a worker of its own: at most
+    `jobs`, as many as the memory available now holds at one launch's estimate each."""
+    limit = memory_limit()
+    fit = jobs if limit is None else int(limit // sim_memory.verification_bytes(kernel))
+    return max(1, min(jobs, fit, kernel.launch_count))
 
 
 def check_steps(compiled: Compiled) -> int:

@@ -144,8 +144,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive(int),
         default=1,
         metavar="N",
-        help="run N simulator jobs at a time on this machine, as many as fit in its memory "
-        "(default: 1)",
+        help="run N simulator jobs at a time on this machine, as many as fit in its memory; "
+        "with fewer checks than N, a kernel's launches side by side (default: 1)",
     )
     spread.add_argument(
         "--cluster",
@@ -502,6 +502,7 @@ def _check(args: argparse.Namespace) -> int:
                 rescale=problem_rescale(compiled.lowered.syntax.declared_dims, dims),
                 timeout=args.timeout,
                 progress=progress,
+                launch_jobs=args.jobs,
             )
     except SimulationError as error:
         print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
@@ -519,7 +520,7 @@ def _check_side_by_side(args: argparse.Namespace) -> int:
     """Several specs (or one on a cluster): a check job each, their reports in the order the
     specs were given; a job whose kernel did not run is a failing entry, not a lost run."""
     from ptodsl.checking import CheckJob, check_job, format_report
-    from ptodsl.fanout import Task, run_tasks
+    from ptodsl.fanout import Task, launch_jobs, run_tasks
 
     if args.kernel is not None or args.against is not None:
         raise UsageError("--kernel and --against check one spec: give one, without --cluster")
@@ -528,7 +529,16 @@ def _check_side_by_side(args: argparse.Namespace) -> int:
     for spec in args.spec:  # every spec compiles here first: a bad one stops the run now
         source = _read_spec(spec)
         lowered, origin = lower_spec(source, dims, tuning=None if args.untuned else "cached")
-        job = CheckJob(source, dims, lowered.tuning, origin, args.seed, args.passes, args.timeout)
+        job = CheckJob(
+            source,
+            dims,
+            lowered.tuning,
+            origin,
+            args.seed,
+            args.passes,
+            args.timeout,
+            launch_jobs(args.jobs, len(args.spec), args.cluster),
+        )
         memory = sim_memory.check_bytes(lowered.checked, lowered.kernel)
         tasks.append(Task(check_job, (job,), memory, lowered.kernel.name))
 

@@ -23,7 +23,7 @@ import attrs
 from ptodsl import ir, sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
-from ptodsl.fanout import Task, run_tasks
+from ptodsl.fanout import Task, launch_jobs, run_tasks
 from ptodsl.problems import ProblemError
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
@@ -103,18 +103,19 @@ class Pair:
     problem_bytes: bytes
 
 
-def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
+def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S, launch_jobs: int = 1) -> Row:
     """`check_pair` of a spec and problem given as text (the problem is written to a scratch
-    folder under its own name, which its worker imports)."""
+    folder under its own name, which its worker imports); a kernel in launches runs up to
+    `launch_jobs` of them at once at full shape (`run_check`)."""
     with tempfile.TemporaryDirectory(prefix="ptodsl-coverage-") as scratch:
         problem = Path(scratch) / pair.problem_name
         problem.write_bytes(pair.problem_bytes)
-        row = _checked_row(pair, problem, timeout)
+        row = _checked_row(pair, problem, timeout, launch_jobs)
     # Messages name the problem by its file name, not by the scratch copy's path.
     return attrs.evolve(row, verdict=row.verdict.replace(str(problem), pair.problem_name))
 
 
-def _checked_row(pair: Pair, problem: Path, timeout: float) -> Row:
+def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) -> Row:
     # Imported here: checking pulls in torch.
     from ptodsl.checking import CheckTooBig, run_check
     from ptodsl.simulator import SimulationError
@@ -132,7 +133,7 @@ def _checked_row(pair: Pair, problem: Path, timeout: float) -> Row:
     try:
         compiled = compile_spec(text, name=spec_name, tuning=pair.tuning)
         try:
-            report = run_check(compiled, against=problem, timeout=timeout)
+            report = run_check(compiled, against=problem, timeout=timeout, launch_jobs=launch_jobs)
             sim_time_us = report.sim_time_us
         except CheckTooBig as too_big:
             dims, report = _within_memory(text, spec_name, problem, compiled, timeout)
@@ -258,11 +259,13 @@ def run_coverage(
     progress(0, len(chosen), None)
     rows: list[Row | None] = []
     tasks: list[Task[Row]] = []
+    checks = sum(len(specs.get(number, [])) == 1 for number, _, _ in chosen)
+    in_flight = launch_jobs(jobs, checks, cluster)
     for number, problem, _ in chosen:
         candidates = specs.get(number, [])
         if len(candidates) == 1:
             rows.append(None)  # its check's row, once the task has run
-            tasks.append(_coverage_task(candidates[0], problem, timeout))
+            tasks.append(_coverage_task(candidates[0], problem, timeout, in_flight))
         elif candidates:
             names = ", ".join(p.name for p in candidates)
             rows.append(Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}"))
@@ -289,10 +292,10 @@ def run_coverage(
     ]
 
 
-def _coverage_task(spec: Path, problem: Path, timeout: float) -> Task[Row]:
+def _coverage_task(spec: Path, problem: Path, timeout: float, launch_jobs: int) -> Task[Row]:
     pair = _pair(spec, problem)
     memory = _check_memory(pair.spec_text, spec.name)
-    return Task(check_texts, (pair, timeout), memory, problem.name)
+    return Task(check_texts, (pair, timeout, launch_jobs), memory, problem.name)
 
 
 def _check_memory(text: str, name: str) -> float:

@@ -99,6 +99,13 @@ def run_tasks(
     return _on_threads(tasks, jobs, failed, on_done)
 
 
+def launch_jobs(jobs: int, tasks: int, cluster: str | None) -> int:
+    """What each of `tasks` jobs may run of its own kernel's launches at once: the `jobs`
+    that the tasks leave free here (a check of one spec with --jobs 4 runs four launches at
+    a time); one on a cluster, whose workers each run one task."""
+    return 1 if cluster is not None else max(1, jobs // max(1, tasks))
+
+
 def _outcome(task: Task[T], failed: Callable[[Task[T], BaseException], T]) -> T:
     try:
         return task.function(*task.arguments)

@@ -13,24 +13,32 @@ Environment: `PTODSL_SIM=cost` runs pypto's cost model only, and the launch rais
 `CostOnly` with the simulated time instead of returning unwritten outputs;
 `PTODSL_TRACE=DIR` keeps each launch's cost-model output (swim lanes, Perfetto trace) in
 DIR/launch_<n>; `PTODSL_LAUNCH_TIMEOUT` limits each launch's worker (seconds; `ptodsl check`
-sets it when it runs one worker per launch).
+sets it when it runs one worker per launch). `PTODSL_LAUNCHES_IN_FLIGHT=N` (`ptodsl check
+--jobs` sets it there) lets up to N launches run at once, each in its own worker: a launch
+returns as soon as its worker starts, after the launches still running that write what it
+reads or writes have finished; `finish_launches()` waits for the rest (the check's worker
+calls it after `forward`, which otherwise returns before its last outputs are written).
 """
 
 from __future__ import annotations
 
+import hashlib
 import linecache
 import os
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
-from ptodsl.simulator import run_kernel
-from ptodsl.workers import DEFAULT_TIMEOUT_S
+from ptodsl.simulator import PreparedRun, SimRun, prepare_kernel
+from ptodsl.workers import DEFAULT_TIMEOUT_S, stop_all_workers
 
 MODES = {"interpret": "graph", "cost": "none"}  # PTODSL_SIM -> pypto verification level
+IN_FLIGHT_VARIABLE = "PTODSL_LAUNCHES_IN_FLIGHT"
 
 
 class CostOnly(RuntimeError):
@@ -43,10 +51,10 @@ def launch(
     arguments: Sequence[Any],
     tensors: Sequence[torch.Tensor],
     outputs: int,
-) -> float:
+) -> None:
     """Interpret `factory(*arguments)(*tensors)` from the generated module registered under
     `module_file` (a file, or the name a KernelBench answer gives linecache); writes the last
-    `outputs` tensors and returns the launch's simulated time in microseconds."""
+    `outputs` tensors, at once or, with launches in flight, by `finish_launches`."""
     mode = os.environ.get("PTODSL_SIM", "interpret")
     if mode not in MODES:
         raise ValueError(
@@ -59,25 +67,132 @@ def launch(
             f"the generated module's text is not readable from {module_file!r}: import the "
             "module's file, or exec the `--emit kernelbench` answer, which registers its text"
         )
+    in_flight = launches_in_flight() if mode == "interpret" else 1
+    _LAUNCHES.wait_for(tensors, in_flight)
     trace = os.environ.get("PTODSL_TRACE")
-    with tempfile.TemporaryDirectory(prefix="ptodsl-interpret-") as folder:
-        module_path = Path(folder) / f"{factory}.py"
-        module_path.write_text(source, encoding="utf-8")
-        run = run_kernel(
-            module_path,
-            factory,
-            arguments,
-            tensors,
-            outputs,
-            verify=MODES[mode],
-            timeout=float(os.environ.get("PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S)),
-            trace_dir=Path(trace) if trace else None,
-        )
+    trace_dir = None if trace is None else Path(trace)
+    prepared = prepare_kernel(
+        _LAUNCHES.module(source, factory),
+        factory,
+        arguments,
+        tensors,
+        outputs,
+        verify=MODES[mode],
+        timeout=float(os.environ.get("PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S)),
+        trace_dir=trace_dir,
+        trace_number=None if trace_dir is None else _LAUNCHES.trace_number(trace_dir),
+    )
+    written = tuple(tensors[-outputs:])
+    if in_flight > 1:
+        _LAUNCHES.start(prepared, written, in_flight)
+        return
+    run = prepared.run()
     if mode == "cost":
         raise CostOnly(
             f"PTODSL_SIM=cost: pypto's cost model ran the kernel ({run.sim_time_us:.2f} us "
             "simulated) and writes no outputs; unset PTODSL_SIM for the interpreter's values"
         )
-    for buffer, value in zip(tensors[-outputs:], run.outputs, strict=True):
+    _write(run, written)
+
+
+def launches_in_flight() -> int:
+    """How many launches may run at once (PTODSL_LAUNCHES_IN_FLIGHT, default 1)."""
+    text = os.environ.get(IN_FLIGHT_VARIABLE, "1")
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{IN_FLIGHT_VARIABLE}={text!r}: a number of launches, at least 1")
+    return int(text)
+
+
+def finish_launches() -> None:
+    """Wait for the launches still running and write their outputs."""
+    _LAUNCHES.finish(len(_LAUNCHES.running))
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' elements may share memory: their address ranges meet."""
+    a_start, a_end = _address_range(a)
+    b_start, b_end = _address_range(b)
+    return a_start < b_end and b_start < a_end
+
+
+def _address_range(tensor: torch.Tensor) -> tuple[int, int]:
+    """The bytes [start, end) a tensor's elements lie within (all of them, for a strided
+    view, and whatever lies between)."""
+    size = tensor.element_size()
+    start = tensor.untyped_storage().data_ptr() + tensor.storage_offset() * size
+    if tensor.numel() == 0:
+        return start, start
+    reach = sum((n - 1) * stride for n, stride in zip(tensor.shape, tensor.stride(), strict=True))
+    return start, start + (reach + 1) * size
+
+
+def _write(run: SimRun, buffers: Sequence[torch.Tensor]) -> None:
+    for buffer, value in zip(buffers, run.outputs, strict=True):
         buffer.copy_(value)
-    return run.sim_time_us
+
+
+@attrs.define(eq=False)
+class _Running:
+    run: Future[SimRun]
+    writes: tuple[torch.Tensor, ...]
+
+
+@attrs.define
+class _Launches:
+    """This process's launches: the generated modules' text on disk for their workers, the
+    numbers of the traces kept, and the launches running (oldest first)."""
+
+    folder: tempfile.TemporaryDirectory | None = None
+    traces: dict[Path, int] = attrs.Factory(dict)
+    running: list[_Running] = attrs.Factory(list)
+    pool: ThreadPoolExecutor | None = None
+
+    def module(self, source: str, factory: str) -> Path:
+        """The module's text as a file that lives as long as this process."""
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="ptodsl-interpret-")
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        path = Path(self.folder.name) / f"{factory}_{digest}.py"
+        if not path.exists():
+            path.write_text(source, encoding="utf-8")
+        return path
+
+    def trace_number(self, trace_dir: Path) -> int:
+        """The next launch's number in trace_dir, after the launches kept there before."""
+        number = self.traces.get(trace_dir)
+        if number is None:
+            number = len(list(trace_dir.glob("launch_*")))
+        self.traces[trace_dir] = number + 1
+        return number
+
+    def wait_for(self, tensors: Sequence[torch.Tensor], in_flight: int) -> None:
+        """Before a launch of `tensors` starts: the running launches that write any of them
+        finish (a launch reads what those before it wrote, and writes after them), and so do
+        the oldest until fewer than `in_flight` run."""
+        clashing = [
+            position
+            for position, running in enumerate(self.running)
+            if any(overlaps(written, tensor) for written in running.writes for tensor in tensors)
+        ]
+        self.finish(max(max(clashing, default=-1) + 1, len(self.running) - in_flight + 1))
+
+    def start(self, prepared: PreparedRun, writes: tuple[torch.Tensor, ...], in_flight: int):
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="ptodsl-launch")
+        self.running.append(_Running(self.pool.submit(prepared.run), writes))
+
+    def finish(self, count: int) -> None:
+        """The `count` oldest running launches finish; their outputs are written. A failed
+        launch stops the others (their workers), and its error is raised."""
+        for _ in range(count):
+            running = self.running.pop(0)
+            try:
+                run = running.run.result()
+            except BaseException:
+                stop_all_workers()
+                self.running.clear()
+                raise
+            _write(run, running.writes)
+
+
+_LAUNCHES = _Launches()

@@ -254,6 +254,7 @@ def run_model(
     load: str = "import",
     trace_dir: Path | None = None,
     launches: int = 1,
+    launches_in_flight: int = 1,
     on_launch: Callable[[int], None] | None = None,
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
@@ -273,6 +274,7 @@ def run_model(
     worker of its own (the interpreter's), limited by `timeout`, so that pypto's
     verification memory, which grows launch after launch in one process, is freed between
     launches (graph verification only: per-pass goldens are the first launch's).
+    launches_in_flight: how many of those workers may run at once.
     on_launch: called about every second while the model runs, with the number of its
     launches simulated so far (progress reports).
     """
@@ -283,6 +285,7 @@ def run_model(
     request = {
         "verify": verify,
         "launches": launches,
+        "in_flight": launches_in_flight,
         "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
         "load": load,
     }
@@ -310,6 +313,33 @@ def run_kernel(
     """Simulate one kernel launch, `factory(*arguments)(*tensors)` from a generated module
     file, as the interpreter runs a launch of a generated forward: the last `outputs` of
     `tensors` are the buffers the kernel writes, and their values are the run's outputs."""
+    return prepare_kernel(
+        module_path,
+        factory,
+        arguments,
+        tensors,
+        outputs,
+        verify=verify,
+        timeout=timeout,
+        trace_dir=trace_dir,
+    ).run()
+
+
+def prepare_kernel(
+    module_path: str | os.PathLike[str],
+    factory: str,
+    arguments: Sequence[Any],
+    tensors: Sequence[torch.Tensor],
+    outputs: int,
+    *,
+    verify: str = "graph",
+    timeout: float = DEFAULT_TIMEOUT_S,
+    trace_dir: Path | None = None,
+    trace_number: int | None = None,
+) -> PreparedRun:
+    """`run_kernel`'s launch with its tensors written and its worker not started: what the
+    tensors hold now is what the launch reads, whatever is written to them later.
+    `trace_number`: keep the launch's cost-model output as trace_dir/launch_<number>."""
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
     request = {"verify": verify, "load": "import", "factory": factory, "outputs": outputs}
@@ -318,7 +348,7 @@ def run_kernel(
         "arguments": list(arguments),
         "goldens": None,
     }
-    return _simulate(Path(module_path), request, payload, timeout, trace_dir)
+    return _prepare(Path(module_path), request, payload, timeout, trace_dir, trace_number)
 
 
 def _simulate(
@@ -329,22 +359,56 @@ def _simulate(
     trace_dir: Path | None,
     on_launch: Callable[[int], None] | None = None,
 ) -> SimRun:
+    return _prepare(module_path, request, payload, timeout, trace_dir, None, on_launch).run()
+
+
+def _prepare(
+    module_path: Path,
+    request: dict[str, Any],
+    payload: dict[str, Any],
+    timeout: float,
+    trace_dir: Path | None,
+    trace_number: int | None,
+    on_launch: Callable[[int], None] | None = None,
+) -> PreparedRun:
     module_path = module_path.resolve()
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
     try:
         request = {"module_path": str(module_path), **request}
         (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
         torch.save(payload, work_dir / _TENSORS_FILE)
-        watch = None if on_launch is None else _launch_watch(work_dir, on_launch)
-        _run_worker(work_dir, module_path, timeout, request.get("launches", 1), watch)
-        if watch is not None:  # the last launches may end between two polls
-            watch()
-        run = _read_results(work_dir, request["verify"])
-        if trace_dir is not None:
-            keep_traces(_cost_model_outputs(work_dir), trace_dir)
-        return run
-    finally:
+    except BaseException:
         _dispose(work_dir)
+        raise
+    return PreparedRun(work_dir, module_path, request, timeout, trace_dir, trace_number, on_launch)
+
+
+@attrs.frozen(eq=False)
+class PreparedRun:
+    """A simulation whose request and tensors are in its work folder: `run` runs its worker
+    (once: the folder goes with it)."""
+
+    work_dir: Path
+    module_path: Path
+    request: dict[str, Any]
+    timeout: float
+    trace_dir: Path | None
+    trace_number: int | None
+    on_launch: Callable[[int], None] | None
+
+    def run(self) -> SimRun:
+        work_dir = self.work_dir
+        try:
+            watch = None if self.on_launch is None else _launch_watch(work_dir, self.on_launch)
+            _run_worker(work_dir, self.module_path, self.timeout, self.request, watch)
+            if watch is not None:  # the last launches may end between two polls
+                watch()
+            run = _read_results(work_dir, self.request["verify"])
+            if self.trace_dir is not None:
+                keep_traces(_cost_model_outputs(work_dir), self.trace_dir, self.trace_number)
+            return run
+        finally:
+            _dispose(work_dir)
 
 
 def _portable(value: Any) -> Any:
@@ -369,16 +433,19 @@ def _run_worker(
     work_dir: Path,
     module_path: Path,
     timeout: float,
-    launches: int,
+    request: Mapping[str, Any],
     on_poll: Callable[[], None] | None = None,
 ) -> None:
+    launches = request.get("launches", 1)
+    per_launch = None if launches == 1 else (timeout, request["in_flight"])
     try:
         returncode = run_worker(
             "ptodsl._sim_worker",
             work_dir,
-            # Each launch's worker has `timeout`, the model's worker as long as all of them.
-            timeout=timeout * launches,
-            env=_worker_environment(work_dir, timeout if launches > 1 else None),
+            # Each launch's worker has `timeout`; the model's worker as long as all of them
+            # and one more for its own start, so that a launch's timeout is what ends it.
+            timeout=timeout if per_launch is None else timeout * (launches + 1),
+            env=_worker_environment(work_dir, per_launch),
             memory_limit=memory_limit(),
             stall=SLAB_STALL,
             on_poll=on_poll,
@@ -391,9 +458,10 @@ def _run_worker(
         raise SimulationError(_describe_failure(work_dir, module_path, returncode))
 
 
-def _worker_environment(work_dir: Path, launch_timeout: float | None) -> dict[str, str]:
-    """The worker's environment; with `launch_timeout`, the generated module's launches go
-    to the interpreter, a worker each, whose cost-model output is kept in _LAUNCHES_DIR."""
+def _worker_environment(work_dir: Path, per_launch: tuple[float, int] | None) -> dict[str, str]:
+    """The worker's environment; with `per_launch` (each launch's timeout, and how many run
+    at once), the generated module's launches go to the interpreter, a worker each, whose
+    cost-model output is kept in _LAUNCHES_DIR."""
     stub_bin = work_dir / "bin"
     stub_bin.mkdir()
     _write_noop_python(stub_bin / "python3")
@@ -421,12 +489,14 @@ def _worker_environment(work_dir: Path, launch_timeout: float | None) -> dict[st
             "OMP_NUM_THREADS": "1",
         }
     )
-    if launch_timeout is not None:
+    if per_launch is not None:
+        launch_timeout, in_flight = per_launch
         env.update(
             {
                 "PTODSL_SIM": "interpret",
                 "PTODSL_TRACE": str(work_dir / _LAUNCHES_DIR),
                 "PTODSL_LAUNCH_TIMEOUT": str(launch_timeout),
+                "PTODSL_LAUNCHES_IN_FLIGHT": str(in_flight),
             }
         )
     return env
@@ -490,11 +560,13 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     )
 
 
-def keep_traces(runs: list[Path], trace_dir: Path) -> list[Path]:
+def keep_traces(runs: list[Path], trace_dir: Path, first: int | None = None) -> list[Path]:
     """Copy the cost-model output of every kernel launch in `runs` to `trace_dir/launch_<n>`
-    (n in launch order, after the launches kept there already) and return those folders."""
+    (n in launch order from `first`, by default after the launches kept there already) and
+    return those folders."""
     kept = []
-    first = len(list(Path(trace_dir).glob("launch_*")))
+    if first is None:
+        first = len(list(Path(trace_dir).glob("launch_*")))
     for number, run in enumerate(runs, start=first):
         target = Path(trace_dir) / f"launch_{number}"
         shutil.copytree(run, target, ignore=shutil.ignore_patterns("graphs"), dirs_exist_ok=True)

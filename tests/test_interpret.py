@@ -5,6 +5,8 @@ for, and leaves nothing of pypto's in the caller's working directory or terminal
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT
@@ -12,7 +14,8 @@ from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT
 import ptodsl
 from ptodsl.checking import compare, problem_case, problem_rescale
 from ptodsl.codegen import emit_kernelbench
-from ptodsl.interpret import CostOnly
+from ptodsl.interpret import CostOnly, _Launches, launches_in_flight, overlaps
+from ptodsl.simulator import SimRun, SimulationError
 
 SPECS = ROOT / "examples" / "kernelbench"
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
@@ -101,3 +104,102 @@ def test_interpret_mode_is_asked_for_where_the_run_mode_names_an_npu(simulator, 
     model = answer_model(ptodsl.compile(SMALL, name="small.pto"), "small.pto")()
     x = torch.randn(16, 64)
     assert torch.allclose(model(x), torch.exp(x - 1.0), rtol=1e-5, atol=1e-6)
+
+
+# Launches in flight (PTODSL_LAUNCHES_IN_FLIGHT): the order `_Launches` keeps, with stand-ins
+# for the prepared runs (their workers are pypto's; `tests/test_launches.py` runs real ones).
+
+
+class StandIn:
+    """A prepared launch whose run returns `values` (after `wait()`, when given), or raises
+    `error`."""
+
+    def __init__(self, values, wait=None, error=None):
+        self.values, self.wait, self.error = values, wait, error
+        self.began = threading.Event()
+
+    def run(self):
+        self.began.set()
+        if self.wait is not None:
+            self.wait()
+        if self.error is not None:
+            raise self.error
+        return SimRun(self.values, 1.0, 1, (), "graph")
+
+
+def test_launches_in_flight_run_at_once():
+    launches = _Launches()
+    y = torch.zeros(4, 8)
+    both = threading.Barrier(2, timeout=10)  # neither run returns before the other began
+    for rows, value in ((y[:2], 1.0), (y[2:], 2.0)):
+        launches.wait_for((rows,), 2)
+        launches.start(StandIn([torch.full((2, 8), value)], wait=both.wait), (rows,), 2)
+    assert len(launches.running) == 2
+    launches.finish(2)
+    assert torch.equal(y, torch.cat([torch.ones(2, 8), torch.full((2, 8), 2.0)]))
+
+
+def test_a_launch_reading_what_a_running_launch_writes_waits_for_its_values():
+    launches = _Launches()
+    buffer, other = torch.zeros(2, 8), torch.zeros(2, 8)
+    gate = threading.Event()
+    writer = StandIn([torch.full((2, 8), 7.0)], wait=lambda: gate.wait(10))
+    launches.start(writer, (buffer,), 2)
+    assert writer.began.wait(10)
+    # a launch of other tensors does not wait
+    launches.wait_for((other,), 2)
+    assert len(launches.running) == 1
+    gate.set()
+    # a launch reading a view of the buffer starts after the writer's values are written
+    launches.wait_for((buffer[1],), 2)
+    assert launches.running == []
+    assert torch.equal(buffer, torch.full((2, 8), 7.0))
+
+
+def test_no_more_launches_than_in_flight_run():
+    launches = _Launches()
+    outputs = [torch.zeros(1) for _ in range(3)]
+    for number, output in enumerate(outputs):
+        launches.wait_for((output,), 2)
+        launches.start(StandIn([torch.full((1,), float(number + 1))]), (output,), 2)
+        assert len(launches.running) <= 2
+    # the oldest finished first to make room
+    assert outputs[0].item() == 1.0 and len(launches.running) == 2
+    launches.finish(2)
+    assert [o.item() for o in outputs] == [1.0, 2.0, 3.0]
+
+
+def test_a_failed_launch_in_flight_raises_when_it_is_waited_for():
+    launches = _Launches()
+    y = torch.zeros(2)
+    launches.start(StandIn([], error=SimulationError("the kernel crashed")), (y[:1],), 2)
+    launches.start(StandIn([torch.ones(1)]), (y[1:],), 2)
+    with pytest.raises(SimulationError, match="the kernel crashed"):
+        launches.finish(2)
+    assert launches.running == []
+
+
+@pytest.mark.parametrize(
+    "a, b, shared",
+    [
+        (lambda t: t[:2], lambda t: t[2:], False),
+        (lambda t: t[:3], lambda t: t[2:], True),
+        (lambda t: t[1], lambda t: t[1:2].reshape(8), True),
+        (lambda t: t, lambda t: torch.zeros(4, 8), False),
+        (lambda t: t[:, 0], lambda t: t[2, 1:], True),  # a column spans its rows
+        (lambda t: t[:0], lambda t: t, False),
+    ],
+    ids=["disjoint rows", "overlapping rows", "same row", "other tensor", "column", "empty"],
+)
+def test_overlaps_is_true_where_two_views_may_share_elements(a, b, shared):
+    whole = torch.zeros(4, 8)
+    assert overlaps(a(whole), b(whole)) is shared
+    assert overlaps(b(whole), a(whole)) is shared
+
+
+def test_launches_in_flight_must_be_a_positive_count(monkeypatch):
+    monkeypatch.setenv("PTODSL_LAUNCHES_IN_FLIGHT", "0")
+    with pytest.raises(ValueError, match="PTODSL_LAUNCHES_IN_FLIGHT='0'"):
+        launches_in_flight()
+    monkeypatch.setenv("PTODSL_LAUNCHES_IN_FLIGHT", "3")
+    assert launches_in_flight() == 3

@@ -13,9 +13,9 @@ from conftest import CI_DIMS, ROOT
 
 import ptodsl
 from ptodsl import sim_memory
-from ptodsl.checking import run_check
+from ptodsl.checking import launches_in_flight, run_check
 from ptodsl.passes.launches import _shrunk
-from ptodsl.simulator import SimulationError
+from ptodsl.simulator import SimulationError, run_model
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning import probe_cost
 
@@ -225,32 +225,73 @@ def test_a_wrong_launch_loop_fails_check(tmp_path, case):
 @pytest.fixture
 def worker_per_launch(monkeypatch):
     """`check` runs each launch in a worker of its own, as it does when all launches in one
-    worker would exceed the verification budget (full-shape #54, #59)."""
+    worker would exceed the verification budget (full-shape #54, #59). It does so with graph
+    verification only (`passes="graph"` below: small kernels would get per-pass
+    verification); the runs' (launches, launches in flight) are recorded, to be checked."""
     monkeypatch.setattr(sim_memory, "worker_per_launch", lambda kernel: True)
+    runs = []
+
+    def recording(*args, **kwargs):
+        runs.append((kwargs["launches"], kwargs["launches_in_flight"]))
+        return run_model(*args, **kwargs)
+
+    monkeypatch.setattr(ptodsl.checking, "run_model", recording)
+    return runs
 
 
 def test_a_worker_per_launch_computes_what_one_worker_does(worker_per_launch):
     spec = compiled(TALL)
-    report = run_check(spec)
+    report = run_check(spec, passes="graph")
+    assert worker_per_launch == [(4, 1)]
     assert report.ok, ptodsl.checking.format_report(report)
     # Every launch's time is counted: probe_cost's is one launch's times their count.
     assert report.sim_time_us == pytest.approx(probe_cost(spec.lowered).sim_time_us)
 
 
+@pytest.mark.parametrize("in_flight", [1, 2])
 @pytest.mark.parametrize("case", sorted(WRONG_LAUNCHES))
-def test_a_wrong_launch_loop_fails_check_in_a_worker_per_launch(tmp_path, worker_per_launch, case):
+def test_a_wrong_launch_loop_fails_check_in_a_worker_per_launch(
+    tmp_path, worker_per_launch, case, in_flight
+):
     spec = compiled(TALL)
     old, new = WRONG_LAUNCHES[case]
     path = tmp_path / "wrong.py"
     path.write_text(spec.source.replace(old, new), encoding="utf-8")
-    report = run_check(spec, kernel_path=path)
+    report = run_check(spec, kernel_path=path, passes="graph", launch_jobs=in_flight)
+    assert worker_per_launch == [(4, in_flight)]
     assert not report.ok
     assert report.outputs[0].mismatched > 0
 
 
+def test_launches_in_flight_compute_what_one_at_a_time_does(worker_per_launch):
+    spec = compiled(TALL)
+    assert launches_in_flight(spec.kernel, 2) == 2
+    assert launches_in_flight(spec.kernel, 8) == 4  # no more than the launches
+    report = run_check(spec, passes="graph", launch_jobs=2)
+    assert worker_per_launch == [(4, 2)]
+    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.sim_time_us == pytest.approx(probe_cost(spec.lowered).sim_time_us)
+
+
+def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_per_launch):
+    """Each sample's staging launch writes the buffer its channel launches read: two at a
+    time, a channel launch waits for its staging launch, the next staging launch for none
+    (the launches before it read the buffer as it was when they started)."""
+    spec = channel_launched(
+        CONV.replace("bias=false", "padding=1, bias=false").replace(
+            "H_out = 10, W_out = 10", "H_out = 12, W_out = 12"
+        )
+    )
+    assert spec.kernel.program.staging and spec.kernel.launch_count == 6
+    report = run_check(spec, passes="graph", launch_jobs=2)
+    assert worker_per_launch == [(6, 2)]
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
 def test_each_launchs_worker_has_the_timeout(worker_per_launch):
-    with pytest.raises(SimulationError, match=r"did not finish within 0\.5 s"):
-        run_check(compiled(TALL), timeout=0.5)
+    with pytest.raises(SimulationError, match=r"did not finish within 1\.5 s"):
+        run_check(compiled(TALL), passes="graph", timeout=1.5)
+    assert worker_per_launch == [(4, 1)]
 
 
 def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_much():
@@ -262,3 +303,12 @@ def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_muc
     assert sim_memory.worker_per_launch(full)
     scaled = ptodsl.compile(spec, dims=CI_DIMS[spec.stem], tuning=None).kernel
     assert not sim_memory.worker_per_launch(scaled)
+
+
+def test_the_model_worker_hears_how_many_launches_may_run_at_once(tmp_path):
+    from ptodsl.simulator import _worker_environment
+
+    env = _worker_environment(tmp_path, (1.5, 2))
+    assert env["PTODSL_LAUNCHES_IN_FLIGHT"] == "2"
+    assert env["PTODSL_LAUNCH_TIMEOUT"] == "1.5"
+    assert env["PTODSL_SIM"] == "interpret"
