@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="run N simulator jobs at a time on this machine, as many as fit in its memory; "
-        "with fewer checks than N, a kernel's launches side by side (default: 1)",
+        "a check with jobs to spare runs its kernel's launches side by side (default: 1)",
     )
     spread.add_argument(
         "--cluster",

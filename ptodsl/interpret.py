@@ -27,7 +27,7 @@ import linecache
 import os
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,7 @@ def launches_in_flight() -> int:
 
 def finish_launches() -> None:
     """Wait for the launches still running and write their outputs."""
-    _LAUNCHES.finish(len(_LAUNCHES.running))
+    _LAUNCHES.finish_all()
 
 
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -167,32 +167,39 @@ class _Launches:
 
     def wait_for(self, tensors: Sequence[torch.Tensor], in_flight: int) -> None:
         """Before a launch of `tensors` starts: the running launches that write any of them
-        finish (a launch reads what those before it wrote, and writes after them), and so do
-        the oldest until fewer than `in_flight` run."""
-        clashing = [
-            position
-            for position, running in enumerate(self.running)
+        finish (a launch reads what those before it wrote, and writes after them), and then,
+        while `in_flight` run, whichever ends first. Running launches write apart and read
+        nothing another writes, so they may finish in any order."""
+        for running in [
+            running
+            for running in self.running
             if any(overlaps(written, tensor) for written in running.writes for tensor in tensors)
-        ]
-        self.finish(max(max(clashing, default=-1) + 1, len(self.running) - in_flight + 1))
+        ]:
+            self.finish(running)
+        while len(self.running) >= in_flight:
+            ended, _ = wait([running.run for running in self.running], return_when=FIRST_COMPLETED)
+            self.finish(next(running for running in self.running if running.run in ended))
 
     def start(self, prepared: PreparedRun, writes: tuple[torch.Tensor, ...], in_flight: int):
         if self.pool is None:
             self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="ptodsl-launch")
         self.running.append(_Running(self.pool.submit(prepared.run), writes))
 
-    def finish(self, count: int) -> None:
-        """The `count` oldest running launches finish; their outputs are written. A failed
-        launch stops the others (their workers), and its error is raised."""
-        for _ in range(count):
-            running = self.running.pop(0)
-            try:
-                run = running.run.result()
-            except BaseException:
-                stop_all_workers()
-                self.running.clear()
-                raise
-            _write(run, running.writes)
+    def finish_all(self) -> None:
+        while self.running:
+            self.finish(self.running[0])
+
+    def finish(self, running: _Running) -> None:
+        """A running launch finishes; its outputs are written. A failed launch stops the
+        others (their workers), and its error is raised."""
+        self.running.remove(running)
+        try:
+            run = running.run.result()
+        except BaseException:
+            stop_all_workers()
+            self.running.clear()
+            raise
+        _write(run, running.writes)
 
 
 _LAUNCHES = _Launches()

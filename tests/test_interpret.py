@@ -135,7 +135,7 @@ def test_launches_in_flight_run_at_once():
         launches.wait_for((rows,), 2)
         launches.start(StandIn([torch.full((2, 8), value)], wait=both.wait), (rows,), 2)
     assert len(launches.running) == 2
-    launches.finish(2)
+    launches.finish_all()
     assert torch.equal(y, torch.cat([torch.ones(2, 8), torch.full((2, 8), 2.0)]))
 
 
@@ -156,6 +156,22 @@ def test_a_launch_reading_what_a_running_launch_writes_waits_for_its_values():
     assert torch.equal(buffer, torch.full((2, 8), 7.0))
 
 
+def test_a_launch_waits_for_its_writer_only():
+    """A launch that reads what the newer of two running launches writes starts once that
+    one has ended, while the older, writing elsewhere, still runs."""
+    launches = _Launches()
+    older, newer = torch.zeros(2), torch.zeros(2)
+    gate = threading.Event()
+    launches.start(StandIn([torch.ones(2)], wait=lambda: gate.wait(10)), (older,), 3)
+    launches.start(StandIn([torch.full((2,), 5.0)]), (newer,), 3)
+    launches.wait_for((newer,), 3)
+    assert torch.equal(newer, torch.full((2,), 5.0))
+    assert len(launches.running) == 1 and not older.any()
+    gate.set()
+    launches.finish_all()
+    assert torch.equal(older, torch.ones(2))
+
+
 def test_no_more_launches_than_in_flight_run():
     launches = _Launches()
     outputs = [torch.zeros(1) for _ in range(3)]
@@ -165,7 +181,7 @@ def test_no_more_launches_than_in_flight_run():
         assert len(launches.running) <= 2
     # the oldest finished first to make room
     assert outputs[0].item() == 1.0 and len(launches.running) == 2
-    launches.finish(2)
+    launches.finish_all()
     assert [o.item() for o in outputs] == [1.0, 2.0, 3.0]
 
 
@@ -175,7 +191,7 @@ def test_a_failed_launch_in_flight_raises_when_it_is_waited_for():
     launches.start(StandIn([], error=SimulationError("the kernel crashed")), (y[:1],), 2)
     launches.start(StandIn([torch.ones(1)]), (y[1:],), 2)
     with pytest.raises(SimulationError, match="the kernel crashed"):
-        launches.finish(2)
+        launches.finish_all()
     assert launches.running == []
 
 
