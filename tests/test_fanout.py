@@ -210,3 +210,28 @@ def test_a_simulation_runs_on_one_thread_wherever_it_runs(tmp_path, monkeypatch)
 
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
     assert _worker_environment(tmp_path, None)["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.parametrize(
+    "jobs, tasks, cluster, launches",
+    [(4, 1, None, 4), (4, 2, None, 2), (2, 3, None, 1), (4, 1, "tcp://scheduler:8786", 1)],
+)
+def test_a_check_runs_the_jobs_its_tasks_leave_free_as_launches(jobs, tasks, cluster, launches):
+    assert fanout.launch_jobs(jobs, tasks, cluster) == launches
+
+
+@pytest.mark.parametrize("only, launches", [([19], 2), ([19, 20], 1)])
+def test_coverage_gives_the_jobs_to_spare_to_each_checks_launches(monkeypatch, only, launches):
+    """What each check's `run_check` gets as launch_jobs (the checks themselves stand in:
+    tests/test_launches.py runs launches side by side in pypto)."""
+    import ptodsl.coverage
+
+    given = []
+
+    def check_texts(pair, timeout, launch_jobs):
+        given.append(launch_jobs)
+        return ptodsl.coverage.Row(19, pair.problem_name, pair.spec_name, "PASS")
+
+    monkeypatch.setattr(ptodsl.coverage, "check_texts", check_texts)
+    run_coverage(PROBLEMS, SPECS, only, jobs=2)
+    assert given == [launches] * len(only)
