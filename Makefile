@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/ptodsl check examples/kernelbench/31_elu.pto
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=25
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 -m slow

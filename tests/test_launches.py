@@ -240,12 +240,18 @@ def worker_per_launch(monkeypatch):
 
 
 def test_a_worker_per_launch_computes_what_one_worker_does(worker_per_launch):
+    """One launch at a time and two at a time (`launches_in_flight`) give the values and
+    every launch's simulated time: probe_cost's is one launch's times their count."""
     spec = compiled(TALL)
-    report = run_check(spec, passes="graph")
-    assert worker_per_launch == [(4, 1)]
-    assert report.ok, ptodsl.checking.format_report(report)
-    # Every launch's time is counted: probe_cost's is one launch's times their count.
-    assert report.sim_time_us == pytest.approx(probe_cost(spec.lowered).sim_time_us)
+    assert launches_in_flight(spec.kernel, 2) == 2
+    assert launches_in_flight(spec.kernel, 8) == 4  # no more than the launches
+    one, two = (run_check(spec, passes="graph", launch_jobs=jobs) for jobs in (1, 2))
+    assert worker_per_launch == [(4, 1), (4, 2)]
+    every_launch = probe_cost(spec.lowered).sim_time_us
+    for report in (one, two):
+        assert report.ok, ptodsl.checking.format_report(report)
+        assert report.sim_time_us == pytest.approx(every_launch)
+    assert one.outputs[0].max_abs_error == two.outputs[0].max_abs_error
 
 
 @pytest.mark.parametrize("case", sorted(WRONG_LAUNCHES))
@@ -259,16 +265,6 @@ def test_a_wrong_launch_loop_fails_check_in_a_worker_per_launch(tmp_path, worker
     assert worker_per_launch == [(4, 2)]
     assert not report.ok
     assert report.outputs[0].mismatched > 0
-
-
-def test_launches_in_flight_compute_what_one_at_a_time_does(worker_per_launch):
-    spec = compiled(TALL)
-    assert launches_in_flight(spec.kernel, 2) == 2
-    assert launches_in_flight(spec.kernel, 8) == 4  # no more than the launches
-    report = run_check(spec, passes="graph", launch_jobs=2)
-    assert worker_per_launch == [(4, 2)]
-    assert report.ok, ptodsl.checking.format_report(report)
-    assert report.sim_time_us == pytest.approx(probe_cost(spec.lowered).sim_time_us)
 
 
 def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_per_launch):
