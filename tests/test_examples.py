@@ -56,7 +56,19 @@ def test_plan_within_pypto_limits(path):
 OWN_REFERENCE = [path for path in EXAMPLES if path.parent.name not in ("kernelbench", "fused")]
 
 
-@pytest.mark.parametrize("path", OWN_REFERENCE, ids=[path.stem for path in OWN_REFERENCE])
+# The slowest of them, run by `make test-slow` (CI's time): over a minute each with `-n 2`
+# (bias_rows_tail 75 s, sum_of_squares 64 s; the next slowest take 11 s).
+SLOW_EXAMPLES = {"bias_rows_tail", "sum_of_squares"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, marks=pytest.mark.slow) if path.stem in SLOW_EXAMPLES else path
+        for path in OWN_REFERENCE
+    ],
+    ids=[path.stem for path in OWN_REFERENCE],
+)
 def test_check_passes_in_pypto_sim(path):
     dims = CI_DIMS.get(path.stem)
     report = run_check(ptodsl.compile(path.read_text(encoding="utf-8"), path.name, dims))
