@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from ptodsl.simulator import SimulationError, run_kernel
+from ptodsl.simulator import SimulationError, prepare_kernel
 from ptodsl.tables import markdown_table
 
 # (batch, C_in, H, W, C_out, kernel size, output rows per block)
@@ -148,10 +148,10 @@ def measure(write_module, case: tuple[int, ...], folder: Path) -> list[str]:
     y = torch.zeros(expected.shape)
     start = time.monotonic()
     try:
-        run = run_kernel(module, "make_conv", [], [x, weight, y], 1)
+        run = prepare_kernel(module, "make_conv", [], [x, weight, y], 1).run()
     except SimulationError as error:
         try:  # the cost model alone, without the calculator
-            run_kernel(module, "make_conv", [], [x, weight, y], 1, verify="none")
+            prepare_kernel(module, "make_conv", [], [x, weight, y], 1, verify="none").run()
             cost_model = "the cost model runs it"
         except SimulationError as cost_error:
             cost_model = f"cost model: {_reason(cost_error)}"

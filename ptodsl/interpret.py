@@ -3,7 +3,7 @@
 pypto's SIM run mode models a kernel's cost and never writes its outputs, so a generated
 forward run there would return whatever memory `torch.empty` gave it. Each of its kernel
 launches comes here instead (`_launch` in the generated module): the module's own text runs
-in a worker process (`ptodsl.simulator.run_kernel`), where pypto's calculator executes the
+in a worker process (`ptodsl.simulator.prepare_kernel`), where pypto's calculator executes the
 kernel's tensor graph on the real inputs, as `ptodsl check` does, and the values are copied
 into the caller's output buffers. The worker keeps pypto's output folder, logs, profile and
 plotting scripts in a temporary folder of its own: nothing reaches the caller's terminal or

@@ -299,32 +299,6 @@ def run_model(
     return _simulate(Path(module_path), request, payload, timeout, trace_dir, on_launch)
 
 
-def run_kernel(
-    module_path: str | os.PathLike[str],
-    factory: str,
-    arguments: Sequence[Any],
-    tensors: Sequence[torch.Tensor],
-    outputs: int,
-    *,
-    verify: str = "graph",
-    timeout: float = DEFAULT_TIMEOUT_S,
-    trace_dir: Path | None = None,
-) -> SimRun:
-    """Simulate one kernel launch, `factory(*arguments)(*tensors)` from a generated module
-    file, as the interpreter runs a launch of a generated forward: the last `outputs` of
-    `tensors` are the buffers the kernel writes, and their values are the run's outputs."""
-    return prepare_kernel(
-        module_path,
-        factory,
-        arguments,
-        tensors,
-        outputs,
-        verify=verify,
-        timeout=timeout,
-        trace_dir=trace_dir,
-    ).run()
-
-
 def prepare_kernel(
     module_path: str | os.PathLike[str],
     factory: str,
@@ -337,8 +311,11 @@ def prepare_kernel(
     trace_dir: Path | None = None,
     trace_number: int | None = None,
 ) -> PreparedRun:
-    """`run_kernel`'s launch with its tensors written and its worker not started: what the
-    tensors hold now is what the launch reads, whatever is written to them later.
+    """One kernel launch, `factory(*arguments)(*tensors)` from a generated module file, as
+    the interpreter runs a launch of a generated forward (the last `outputs` of `tensors`
+    are the buffers the kernel writes, and their values are the run's outputs), with its
+    tensors written and its worker not started (`.run()` runs it): what the tensors hold
+    now is what the launch reads, whatever is written to them later.
     `trace_number`: keep the launch's cost-model output as trace_dir/launch_<number>."""
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")

@@ -69,7 +69,7 @@ def probe_cost(
     import torch
 
     from ptodsl.checking import TORCH_DTYPES
-    from ptodsl.simulator import run_kernel, run_model
+    from ptodsl.simulator import prepare_kernel, run_model
 
     checked = lowered.checked
     kernel = lowered.kernel
@@ -86,7 +86,7 @@ def probe_cost(
                     for t in (*kernel.inputs, *kernel.outputs)
                 ]
                 arguments = [1.0 if p.default is None else p.default for p in kernel.kernel_params]
-                run = run_kernel(
+                run = prepare_kernel(
                     module_path,
                     factory_name(kernel),
                     arguments,
@@ -95,7 +95,7 @@ def probe_cost(
                     verify="none",
                     timeout=timeout,
                     trace_dir=trace_dir,
-                )
+                ).run()
                 count = kernel.launches.total
                 return Cost(count * run.sim_time_us, count * run.total_cycles)
         tensors = [
