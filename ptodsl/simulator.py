@@ -435,6 +435,11 @@ def _run_worker(
         raise SimulationError(_describe_failure(work_dir, module_path, returncode))
 
 
+# Errors only, but to stdout: they carry the reason behind "Run pass failed". pypto reads
+# them when its library loads, so the zygote that imports it for the workers has them too.
+PYPTO_LOG_ENVIRONMENT = {"ASCEND_SLOG_PRINT_TO_STDOUT": "1", "ASCEND_GLOBAL_LOG_LEVEL": "3"}
+
+
 def _worker_environment(work_dir: Path, per_launch: tuple[float, int] | None) -> dict[str, str]:
     """The worker's environment; with `per_launch` (each launch's timeout, and how many run
     at once), the generated module's launches go to the interpreter, a worker each, whose
@@ -456,9 +461,7 @@ def _worker_environment(work_dir: Path, per_launch: tuple[float, int] | None) ->
             "TMPDIR": str(tmp_dir),
             "AIKG_PYPTO_RUN_MODE": "1",  # generated modules' _run_mode(): always SIM here
             "PTODSL_SIM": "direct",  # and their kernels run here, not in another interpreter
-            # Errors only, but to stdout: they carry the reason behind "Run pass failed".
-            "ASCEND_SLOG_PRINT_TO_STDOUT": "1",
-            "ASCEND_GLOBAL_LOG_LEVEL": "3",
+            **PYPTO_LOG_ENVIRONMENT,
             # pypto's calculator sums f32 values with torch, whose order, so whose rounding,
             # follows the thread count: one thread everywhere makes a kernel's values the
             # same on any machine, under --jobs and in a Dask worker (which pins 1 itself).

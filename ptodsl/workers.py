@@ -1,18 +1,22 @@
 """Worker processes: user code and pypto run in a child of their own, never in ptodsl's.
 
-A worker runs `python -m MODULE WORK_DIR` in its own session (so that a timeout or an
-interruption kills whatever it started too), with stdin closed and everything it prints
-in WORK_DIR/worker.log, away from the caller's terminal and its `--json` output.
+A worker runs as `python -m MODULE WORK_DIR` would, in its own session (so that a timeout
+or an interruption kills whatever it started too), with stdin closed and everything it
+prints in WORK_DIR/worker.log, away from the caller's terminal and its `--json` output.
+It is forked by this process's zygote (`ptodsl._zygote`), which has imported torch and
+pypto once for all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -79,43 +83,157 @@ def run_worker(
     processes together hold more than `memory_limit` bytes (before the machine runs out
     for everyone), or when its log stalls on `stall`. `on_poll` is called every POLL_S
     seconds while it runs (progress reports)."""
-    command = [sys.executable, "-m", module, str(work_dir)]
     started = time.monotonic()
-    with open(work_dir / LOG_FILE, "wb") as log:
-        worker = subprocess.Popen(
-            command,
-            cwd=work_dir,
-            env={**(os.environ if env is None else env), PARENT_VARIABLE: str(os.getpid())},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    log = work_dir / LOG_FILE
+    log.write_bytes(b"")
+    worker = _zygote().fork(module, [str(work_dir)], work_dir, env or os.environ, log)
+    with _RUNNING_LOCK:
+        _RUNNING.add(worker)
+    try:
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return worker.wait(timeout=POLL_S)
+            if on_poll is not None:
+                on_poll()
+            stopped = _reason_to_stop(worker, work_dir, started, timeout, memory_limit, stall)
+            if stopped is not None:
+                _kill_group(worker)
+                raise stopped
+    except BaseException:
+        _kill_group(worker)
+        raise
+    finally:
         with _RUNNING_LOCK:
-            _RUNNING.add(worker)
-        try:
-            while True:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    return worker.wait(timeout=POLL_S)
-                if on_poll is not None:
-                    on_poll()
-                stopped = _reason_to_stop(worker, work_dir, started, timeout, memory_limit, stall)
-                if stopped is not None:
-                    _kill_group(worker)
-                    raise stopped
-        except BaseException:
-            _kill_group(worker)
-            raise
-        finally:
-            with _RUNNING_LOCK:
-                _RUNNING.discard(worker)
+            _RUNNING.discard(worker)
+
+
+class ZygoteLost(WorkerStopped):
+    """The zygote that forked the worker died, taking the worker's exit status with it."""
+
+
+@attrs.define(eq=False)
+class Forked:
+    """A worker the zygote forked: waited for like a `subprocess.Popen`."""
+
+    zygote: Zygote
+    pid: int
+    returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; raises subprocess.TimeoutExpired after `timeout` seconds."""
+        if self.returncode is None:
+            self.returncode = self.zygote.exit_status(self.pid, timeout)
+        return self.returncode
+
+
+class Zygote:
+    """One `ptodsl._zygote` process and the thread that reads its replies."""
+
+    def __init__(self) -> None:
+        self._errors = tempfile.TemporaryFile()  # what it prints if it cannot start
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "ptodsl._zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+            start_new_session=True,  # a terminal's Ctrl-C is for this process to handle
+        )
+        self._changed = threading.Condition()
+        self._started: dict[int, int] = {}  # request id -> pid
+        self._exited: dict[int, int] = {}  # pid -> status
+        self._requests = 0
+        self._alive = True
+        threading.Thread(target=self._read_replies, name="ptodsl-zygote", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+    def fork(
+        self, module: str, argv: list[str], cwd: Path, env: Mapping[str, str], log: Path
+    ) -> Forked:
+        with self._changed:
+            request_id = self._requests
+            self._requests += 1
+            request = {
+                "id": request_id,
+                "module": module,
+                "argv": argv,
+                "cwd": str(cwd),
+                "env": dict(env),
+                "log": str(log),
+            }
+            try:
+                self._process.stdin.write(json.dumps(request).encode() + b"\n")
+                self._process.stdin.flush()
+            except OSError:
+                pass  # it died: the wait below says so
+            while request_id not in self._started:
+                self._raise_if_dead("before it could start a worker")
+                self._changed.wait()
+            return Forked(self, self._started.pop(request_id))
+
+    def exit_status(self, pid: int, timeout: float | None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while pid not in self._exited:
+                self._raise_if_dead("while its worker ran")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise subprocess.TimeoutExpired("ptodsl worker", timeout)
+                self._changed.wait(remaining)
+            return self._exited.pop(pid)
+
+    def _raise_if_dead(self, when: str) -> None:
+        if self._alive:
+            return
+        self._errors.seek(0)
+        lines = self._errors.read().decode(errors="replace").strip().splitlines()
+        tail = "".join(f"\n  {line}" for line in lines[-_ERROR_TAIL_LINES:])
+        status = describe_exit(self._process.wait())
+        raise ZygoteLost(f"lost: the process that forks workers {status} {when}{tail}")
+
+    def _read_replies(self) -> None:
+        for line in self._process.stdout:
+            kind, key, value = line.decode().split()
+            with self._changed:
+                target = self._started if kind == "started" else self._exited
+                target[int(key)] = int(value)
+                self._changed.notify_all()
+        with self._changed:
+            self._alive = False
+            self._changed.notify_all()
+
+
+_ERROR_TAIL_LINES = 20
+_ZYGOTE: Zygote | None = None
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def _zygote() -> Zygote:
+    """This process's zygote, started on first use and again if it died."""
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE is None or not _ZYGOTE.alive:
+            _ZYGOTE = Zygote()
+        return _ZYGOTE
+
+
+def _forget_zygote() -> None:
+    global _ZYGOTE
+    _ZYGOTE = None
+
+
+# A forked copy of this process (a fanout or test runner's child) starts its own.
+os.register_at_fork(after_in_child=_forget_zygote)
 
 
 def exit_with_parent() -> None:
     """In a worker: end this process when the one that started it dies (a Dask worker killed
     mid-job, the command killed with SIGKILL), instead of simulating on for nobody. Polled:
     PR_SET_PDEATHSIG would follow the starting thread, not the process. The parent is the
-    one `run_worker` names (PARENT_VARIABLE): one that died before this started is seen too."""
+    zygote that forked it (PARENT_VARIABLE), which ends when the process it serves ends:
+    one that died before this started is seen too."""
     parent = int(os.environ.get(PARENT_VARIABLE, os.getppid()))
 
     def watch() -> None:
@@ -129,7 +247,7 @@ def exit_with_parent() -> None:
 # The workers running now, in every thread: `stop_all_workers` ends them when a command that
 # runs jobs side by side is interrupted (each worker leads a process group of its own, which a
 # terminal's Ctrl-C does not reach).
-_RUNNING: set[subprocess.Popen] = set()
+_RUNNING: set[Forked] = set()
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -141,7 +259,7 @@ def stop_all_workers() -> None:
 
 
 def _reason_to_stop(
-    worker: subprocess.Popen,
+    worker: Forked,
     work_dir: Path,
     started: float,
     timeout: float,
@@ -216,10 +334,11 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(worker: Forked) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        os.killpg(worker.pid, signal.SIGKILL)
+    with contextlib.suppress(ZygoteLost):
+        worker.wait()
 
 
 def log_lines(work_dir: Path, noise: tuple[str, ...] = ()) -> list[str]:

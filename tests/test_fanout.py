@@ -15,6 +15,7 @@ import time
 import attrs
 import pytest
 from conftest import ROOT
+from processes import wait_until_gone
 
 from ptodsl import fanout
 from ptodsl.coverage import run_coverage
@@ -105,18 +106,7 @@ def test_a_worker_ends_when_its_parent_dies(tmp_path):
     )
     subprocess.run([sys.executable, "-c", parent], check=True, timeout=30)
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(child):
-        time.sleep(0.2)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
+    wait_until_gone(child)
 
 
 # -- real checks: serial, --jobs 2, a local Dask cluster --------------------------------------

@@ -3,21 +3,47 @@ over their memory, stalled on a known dead end, past their time."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
 import sys
+import textwrap
+import threading
 import time
 
 import pytest
+from processes import wait_until_gone
 
 from ptodsl import workers
 from ptodsl.workers import Stall, WorkerOverMemory, WorkerStalled, WorkerTimeout, run_worker
 
 # A worker module of our own: it does what its request file says.
-FAKE_WORKER = """import sys, time
+FAKE_WORKER = """import json, os, signal, sys, time
 from pathlib import Path
+from ptodsl import workers
 work = Path(sys.argv[1])
 request = (work / "request.txt").read_text()
-if request == "hog":
+if request == "describe":
+    seen = {
+        "name": __name__,
+        "argv": sys.argv[1:],
+        "cwd": os.getcwd(),
+        "path0": sys.path[0],
+        "own_session": os.getsid(0) == os.getpid(),
+        "marker": os.environ.get("PTODSL_TEST_MARKER"),
+        "stdin": sys.stdin.read(),
+    }
+    (work / "seen.json").write_text(json.dumps(seen))
+    print("out to the log", flush=True)
+    print("errors to the log", file=sys.stderr, flush=True)
+    sys.exit(7)
+elif request == "crash":
+    os.kill(os.getpid(), signal.SIGSEGV)
+elif request == "orphan":
+    workers.exit_with_parent()
+    time.sleep(60)
+elif request == "hog":
     held = bytearray(400 << 20)
     for i in range(0, len(held), 4096):
         held[i] = 1
@@ -37,7 +63,11 @@ def fake(tmp_path, monkeypatch):
     package = tmp_path / "package"
     package.mkdir()
     (package / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package), *sys.path]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(package), *sys.path]),
+        PTODSL_TEST_MARKER="given",
+    )
 
     def run(request: str, **limits) -> int:
         work = tmp_path / request
@@ -50,6 +80,83 @@ def fake(tmp_path, monkeypatch):
             assert time.monotonic() - started < 30, "the worker was not stopped in time"
 
     return run
+
+
+def test_a_forked_worker_starts_as_python_m_would(fake, tmp_path):
+    """The zygote's fork has the module as __main__, its arguments, directory, environment,
+    session, closed stdin and log that `python -m MODULE WORK_DIR` in a new session would."""
+    assert fake("describe", timeout=30) == 7
+    work = tmp_path / "describe"
+    seen = json.loads((work / "seen.json").read_text())
+    assert seen == {
+        "name": "__main__",
+        "argv": [str(work)],
+        "cwd": str(work),
+        "path0": str(work),
+        "own_session": True,
+        "marker": "given",
+        "stdin": "",
+    }
+    assert workers.log_lines(work) == ["out to the log", "errors to the log"]
+
+
+def test_a_crashed_worker_reports_its_signal(fake):
+    assert fake("crash", timeout=30) == -signal.SIGSEGV
+
+
+def test_a_lost_zygote_is_reported_and_the_next_worker_gets_a_new_one(fake, tmp_path):
+    result: list = []
+
+    def run_orphan() -> None:
+        try:
+            result.append(fake("orphan", timeout=30))
+        except workers.ZygoteLost as lost:
+            result.append(lost)
+
+    runner = threading.Thread(target=run_orphan)
+    runner.start()
+    while not (tmp_path / "orphan" / workers.LOG_FILE).exists() or not workers._RUNNING:
+        time.sleep(0.05)
+    (orphan,) = workers._RUNNING
+    zygote = workers._zygote()
+    os.kill(zygote._process.pid, signal.SIGKILL)
+    runner.join(timeout=20)
+    assert len(result) == 1 and isinstance(result[0], workers.ZygoteLost)
+    assert "the process that forks workers crashed with SIGKILL" in str(result[0])
+    wait_until_gone(orphan.pid)  # its parent gone, it ends itself
+    assert fake("quick", timeout=30) == 0
+    assert workers._zygote() is not zygote
+
+
+def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path):
+    """Killed with SIGKILL, the process leaves no zygote and no worker behind."""
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
+    work = tmp_path / "orphan"
+    work.mkdir()
+    (work / "request.txt").write_text("sleep", encoding="utf-8")
+    pids = tmp_path / "pids.txt"
+    served = textwrap.dedent(
+        f"""
+        import os, sys, threading, time
+        from pathlib import Path
+        from ptodsl import workers
+        path = os.pathsep.join([{str(package)!r}, *sys.path])
+        env = dict(os.environ, PYTHONPATH=path)
+        run = dict(timeout=60, env=env)
+        args = ("fake_worker", Path({str(work)!r}))
+        threading.Thread(target=workers.run_worker, args=args, kwargs=run, daemon=True).start()
+        while not workers._RUNNING:
+            time.sleep(0.05)
+        (worker,) = workers._RUNNING
+        Path({str(pids)!r}).write_text(f"{{workers._zygote()._process.pid}} {{worker.pid}}")
+        os.kill(os.getpid(), 9)
+        """
+    )
+    subprocess.run([sys.executable, "-c", served], timeout=60)
+    for pid in map(int, pids.read_text().split()):
+        wait_until_gone(pid)
 
 
 def test_a_worker_that_finishes_returns_its_status(fake):

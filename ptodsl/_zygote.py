@@ -1,0 +1,130 @@
+"""The zygote: python -m ptodsl._zygote, started by `ptodsl.workers` and fed on its stdin.
+
+A worker's first two seconds go to importing torch and pypto. This process imports them
+once and forks a worker per request, which then starts with them loaded: a check's
+workers (golden, kernel, each launch) start in milliseconds instead. It never runs a
+kernel itself, so every fork starts from the same clean state.
+
+Requests are JSON lines: {"id", "module", "argv", "cwd", "env", "log"}. Replies are lines
+"started ID PID" and, when a worker ends, "exited PID STATUS" (negative: a signal). At
+the end of its stdin (the parent gone) it kills its workers and exits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import runpy
+import selectors
+import signal
+import sys
+
+from ptodsl.workers import PARENT_VARIABLE
+
+# What every worker imports before it does anything (the workers' own modules are run
+# fresh, as `python -m` would, so they are not among them).
+PRELOAD = ("torch", "pypto", "ptodsl.simulator", "ptodsl.interpret", "ptodsl.problems")
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    replies = os.dup(1)
+    # What the imports print must not reach the reply pipe.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    from ptodsl.simulator import PYPTO_LOG_ENVIRONMENT
+
+    os.environ.update(PYPTO_LOG_ENVIRONMENT)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    zygote = os.getpid()
+    request = _serve(replies)
+    _become_worker(request, zygote)  # only a forked worker gets here
+
+
+def _serve(replies: int) -> dict:
+    """Forks a worker per request until stdin ends; returns, in the worker, its request."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup fd hears it
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    pending = b""
+    workers: set[int] = set()
+    while True:
+        for key, _ in selector.select():
+            if key.fd == wake_read:
+                os.read(wake_read, 4096)
+                _reap(workers, replies)
+                continue
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                for pid in workers:
+                    _kill_group(pid)
+                sys.exit(0)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                request = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    signal.set_wakeup_fd(-1)
+                    for fd in (0, replies, wake_read, wake_write):
+                        os.close(fd)
+                    return request
+                workers.add(pid)
+                os.write(replies, f"started {request['id']} {pid}\n".encode())
+        _reap(workers, replies)
+
+
+def _reap(workers: set[int], replies: int) -> None:
+    while workers:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        workers.discard(pid)
+        os.write(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _become_worker(request: dict, zygote: int) -> None:
+    """In the forked worker: the session, files, directory, environment and arguments that
+    `python -m MODULE ARGV...` started by `ptodsl.workers.run_worker` would have, then run
+    MODULE as __main__ (its exit is this process's exit)."""
+    for signum in (signal.SIGINT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    os.setsid()
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.chdir(request["cwd"])
+    # the zygote, this worker's parent, is the one whose end should end it
+    env = {**request["env"], PARENT_VARIABLE: str(zygote)}
+    os.environ.clear()
+    os.environ.update(env)
+    extra_paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [os.getcwd(), *extra_paths, *(p for p in sys.path[1:] if p not in extra_paths)]
+    if "OMP_NUM_THREADS" in env:
+        # torch sized its thread pool from the zygote's environment, not this one
+        import torch
+
+        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
+    sys.argv = [request["module"], *request["argv"]]
+    runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
