@@ -9,7 +9,8 @@ from the whole of the others, `forward` launches the kernel on consecutive chunk
 axis instead (a convolution's batch). Any op that mixes indices along the axis (a
 reduction, scan, window, crop or contraction over it, a transpose that moves it) keeps the
 kernel whole. A convolution whose one sample is still too big runs each sample in launches
-of consecutive output channels, each on those channels' weights.
+of consecutive output channels, each on those channels' weights (and a grouped one's on its
+groups' input channels).
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     budget = ctx.target.verify_memory_budget
     macs = ctx.target.max_conv_macs_per_launch
 
+    def fits_memory(block: ir.Kernel) -> bool:
+        return sim_memory.verification_bytes(block) <= budget
+
     def fits(block: ir.Kernel) -> bool:
-        return sim_memory.verification_bytes(block) <= budget and ir.convolution_macs(block) <= macs
+        return fits_memory(block) and ir.convolution_macs(block) <= macs
 
     whole = sim_memory.verification_bytes(kernel)
     if fits(kernel):
@@ -64,7 +68,7 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         return _noted(kernel, whole, budget, str(reason))
     assert block.launches is not None
     if not fits(block) and block.launches.chunk == 1:
-        block = _split_channels(block, fits)
+        block = _split_channels(block, fits, fits_memory)
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
     work = ir.convolution_macs(kernel)
@@ -151,21 +155,25 @@ def _cut(tensor, axis: int, chunk: int):
     )
 
 
-def _split_channels(block: ir.Kernel, fits) -> ir.Kernel:
-    """One sample per launch still too big: when every output is a convolution's (groups 1)
-    of a sliced input with a weight input, and the kernel computes nothing else, each sample
-    runs in launches of consecutive output channels, each on that chunk of the weights
-    (the fewest that fit, else one channel per launch). Otherwise `block` as it was."""
+def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
+    """One sample per launch still too big: when every output is a convolution's of a
+    sliced input with a weight input, and the kernel computes nothing else, each sample runs
+    in launches of consecutive output channels, each on those channels' part of the weights
+    (the fewest launches that fit, else the most). A grouped convolution (the only one then)
+    launches whole groups, each on its groups' input channels. Otherwise `block` as it was.
+
+    Transposed and grouped convolutions are cut for memory only: one sample of #73, #75,
+    #77 and #81 passes at full shape in one launch of 3.7 to 14 G multiply-adds, far over
+    the target's cap, so the cap is no reason to multiply their launches."""
     assert block.launches is not None
     inputs = {t.name for t in block.inputs}
-    weights = []
+    convolutions = []
     for stmt in block.body:
         conv = stmt.value
         if not (
             isinstance(stmt, ir.Store)
             and isinstance(conv, ir.Op)
-            and conv.op == "conv"
-            and conv.attrs.groups == 1  # type: ignore[union-attr]
+            and ops.lookup(conv.op).kind is ops.Kind.CONV
         ):
             return block
         x, weight = conv.operands
@@ -176,47 +184,88 @@ def _split_channels(block: ir.Kernel, fits) -> ir.Kernel:
             and weight.name in inputs
         ):
             return block
-        weights.append(weight.name)
+        convolutions.append(ir.ConvGeometry.of(conv))
+    grouped = [g for g in convolutions if g.attributes.groups > 1]
+    if grouped and len(block.body) > 1:
+        return block
+    if grouped or any(g.transposed for g in convolutions):
+        if fits_memory(block):
+            return block
+        fits = fits_memory
     extents = {o.type.shape[1] for o in block.outputs}
     if len(extents) != 1:
         return block
     (extent,) = extents
-    cut, cut_weights = block, tuple(dict.fromkeys(weights))
+    whole_groups = grouped[0].group_out if grouped else 1
+    cut = block
     for count in _divisors(extent)[1:]:
-        cut = _channels_cut(block, cut_weights, extent // count)
+        if (extent // count) % whole_groups:
+            continue  # a launch would split a group
+        cut = _channels_cut(block, extent // count)
         if fits(cut):
             break
     return cut
 
 
-def _channels_cut(block: ir.Kernel, weights: tuple[str, ...], chunk: int) -> ir.Kernel:
-    """`block` on `chunk` output channels: axis 0 of the weights, axis 1 of the outputs."""
+def _channels_cut(block: ir.Kernel, chunk: int) -> ir.Kernel:
+    """`block` on `chunk` output channels: axis 1 of the outputs, the weights' output
+    channels and, of a grouped convolution, its input's channels of those groups."""
     assert block.launches is not None
+    parts: dict[str, ir.ChannelCut] = {}
 
     def conv(stmt: ir.Stmt) -> ir.Stmt:
         node = stmt.value
-        assert isinstance(node, ir.Op)
+        assert isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv)
+        geometry = ir.ConvGeometry.of(node)
         x, weight = node.operands
-        weight = attrs.evolve(
-            weight, type=attrs.evolve(weight.type, shape=(chunk, *weight.type.shape[1:]))
-        )
+        assert isinstance(x, ir.Ref) and isinstance(weight, ir.Ref)
+        groups = max(1, geometry.attributes.groups * chunk // geometry.out_channels)
+        if geometry.transposed and geometry.attributes.groups == 1:
+            parts[weight.name] = ir.ChannelCut(weight.name, 1, chunk)  # [C_in, C_out, ...]
+        elif geometry.transposed:  # [C_in, C_out / groups, ...]: the groups' input rows
+            rows = groups * geometry.group_in
+            parts[weight.name] = ir.ChannelCut(
+                weight.name, 0, rows, geometry.in_channels, geometry.out_channels
+            )
+        else:  # [C_out, C_in / groups, ...]
+            parts[weight.name] = ir.ChannelCut(weight.name, 0, chunk)
+        if geometry.attributes.groups > 1:
+            parts[x.name] = ir.ChannelCut(
+                x.name, 1, groups * geometry.group_in, geometry.in_channels, geometry.out_channels
+            )
+        operands = tuple(_part_type(operand, parts.get(operand.name)) for operand in (x, weight))
         shape = node.type.shape  # type: ignore[union-attr]
         value = attrs.evolve(
             node,
-            operands=(x, weight),
+            operands=operands,
             type=attrs.evolve(node.type, shape=(shape[0], chunk, *shape[2:])),
+            attrs=attrs.evolve(node.attrs, groups=groups),
         )
         return attrs.evolve(stmt, value=value)
 
+    body = tuple(conv(stmt) for stmt in block.body)
     extent = block.outputs[0].type.shape[1]
-    channels = ir.ChannelLaunches(count=extent // chunk, chunk=chunk, weights=weights)
+    channels = ir.ChannelLaunches(count=extent // chunk, chunk=chunk, inputs=tuple(parts.values()))
+
+    def input_part(tensor: ir.Input) -> ir.Input:
+        part = parts.get(tensor.name)
+        return tensor if part is None else _cut(tensor, part.axis, part.chunk)
+
     return attrs.evolve(
         block,
-        inputs=tuple(_cut(t, 0, chunk) if t.name in weights else t for t in block.inputs),
+        inputs=tuple(input_part(t) for t in block.inputs),
         outputs=tuple(_cut(o, 1, chunk) for o in block.outputs),
-        body=tuple(conv(stmt) for stmt in block.body),
+        body=body,
         launches=attrs.evolve(block.launches, channels=channels),
     )
+
+
+def _part_type(operand: ir.Ref, part: ir.ChannelCut | None) -> ir.Ref:
+    if part is None:
+        return operand
+    shape = list(operand.type.shape)  # type: ignore[union-attr]
+    shape[part.axis] = part.chunk
+    return attrs.evolve(operand, type=attrs.evolve(operand.type, shape=tuple(shape)))
 
 
 def _shrink(expr: ir.Expr, aligned: set[str], chunk: int) -> tuple[ir.Expr, bool]:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import re
 
+import attrs
+
 from ptodsl import __version__, ir, ops
 from ptodsl.modules import creation_lines
 from ptodsl.pyexpr import (
+    CODE_WIDTH,
     SCALAR_SPELLING,
     PythonEmitter,
     docstring_filename,
@@ -396,10 +399,11 @@ def _model(kernel: ir.Kernel) -> list[str]:
         )
         call.append((tensor, tensor.name))
     if kernel.launches is None:
-        arguments = dict(_launch_arguments(kernel, call))
+        arguments = _LaunchArguments(dict(_launch_arguments(kernel, call)))
         for buffer in staging:
             lines += _staging_launch(kernel, buffer, arguments, "        ")
-        lines += emit_call("_launch", [*factory, *arguments.values()], "        ")
+        named, texts = arguments.use(list(arguments.parts), "        ")
+        lines += named + emit_call("_launch", [*factory, *texts], "        ")
     else:
         lines += _launch_loops(kernel, factory, call)
     results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
@@ -419,9 +423,18 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
         f"        for start in range(0, {launches.extent}, {chunk}):",
     ]
     indent = "            "
-    arguments = dict(_launch_arguments(kernel, call))
-    for buffer in kernel.program.staging:  # once per sample chunk, before its channels
-        lines += _staging_launch(kernel, buffer, arguments, indent)
+    arguments = _LaunchArguments(dict(_launch_arguments(kernel, call)))
+
+    def staging(indent: str) -> list[str]:
+        return [
+            line
+            for buffer in kernel.program.staging
+            for line in _staging_launch(kernel, buffer, arguments, indent)
+        ]
+
+    per_channel = kernel.stages_per_channel_launch  # a grouped input's part, per launch
+    if not per_channel:  # once per sample chunk, before its channels
+        lines += staging(indent)
     channels = launches.channels
     if channels is not None:
         lines += [
@@ -429,30 +442,63 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
             f"{indent}for channel in range(0, {channels.extent}, {channels.chunk}):",
         ]
         indent += "    "
-    return lines + emit_call("_launch", [*factory, *arguments.values()], indent)
+        group_input = channels.group_input_text
+        if group_input is not None:
+            lines.append(f"{indent}{ir.GROUP_INPUT_VARIABLE} = {group_input}  # its groups' inputs")
+    if per_channel:
+        lines += staging(indent)
+    named, texts = arguments.use(list(arguments.parts), indent)
+    return lines + named + emit_call("_launch", [*factory, *texts], indent)
 
 
-def _launch_arguments(kernel: ir.Kernel, call: list) -> list[tuple[str, str]]:
-    """Each tensor's name and the argument one launch gets: its chunk, reshaped to the
-    kernel's shape, when the launches cut it (a staging buffer is one launch's)."""
+@attrs.define
+class _LaunchArguments:
+    """Each tensor's (view, reshape) in one launch; a part too long for its argument line
+    is named on a line of its own first, once."""
+
+    parts: dict[str, tuple[str, str]]
+    named: set[str] = attrs.field(factory=set)
+
+    def use(self, names: list[str], indent: str) -> tuple[list[str], list[str]]:
+        """The lines that name parts, and the arguments, for a call at `indent`."""
+        lines, texts = [], []
+        for name in names:
+            view, reshape = self.parts[name]
+            if reshape and len(f"{indent}    {view}{reshape},") > CODE_WIDTH:
+                part = ir.generated_name("part", name)
+                if part not in self.named:
+                    lines.append(f"{indent}{part} = {view}")
+                    self.named.add(part)
+                view = part
+            texts.append(view + reshape)
+        return lines, texts
+
+
+def _launch_arguments(kernel: ir.Kernel, call: list) -> list[tuple[str, tuple[str, str]]]:
+    """Each tensor's name and the argument one launch gets, as (view, reshape): its chunk,
+    reshaped to the kernel's shape, when the launches cut it (a staging buffer is one
+    launch's)."""
     arguments = []
     for tensor, name in call:
         cuts = kernel.launch_cuts(tensor) if tensor is not None else ()
-        argument = name
+        argument = (name, "")
         if cuts:
-            index = ", ".join(cut.index_text() for cut in cuts)
-            argument = f"{name}[{index}].reshape{_arguments_text(tensor.kernel_shape)}"
+            slots = [":"] * (cuts[-1].axis + 1)  # the axes before a cut one whole
+            for cut in cuts:
+                slots[cut.axis] = cut.index_text()
+            index = ", ".join(slots)
+            argument = (f"{name}[{index}]", f".reshape{_arguments_text(tensor.kernel_shape)}")
         arguments.append((name if tensor is None else tensor.name, argument))
     return arguments
 
 
 def _staging_launch(
-    kernel: ir.Kernel, staging: ir.Staging, arguments: dict[str, str], indent: str
+    kernel: ir.Kernel, staging: ir.Staging, arguments: _LaunchArguments, indent: str
 ) -> list[str]:
     """The staging launch: the kernel input it reads, the buffer it writes."""
     factory = [staging_factory_name(kernel, staging), "()", "1"]
-    tensors = [arguments[staging.source], arguments[staging.buffer]]
-    return emit_call("_launch", [*factory, *tensors], indent)
+    named, tensors = arguments.use([staging.source, staging.buffer], indent)
+    return named + emit_call("_launch", [*factory, *tensors], indent)
 
 
 # Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.

@@ -10,6 +10,7 @@ kernel also carries its `Program`: per phase, the instructions codegen prints.
 from __future__ import annotations
 
 import enum
+import fractions
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -815,24 +816,51 @@ class Tuning:
 
 
 @attrs.frozen
+class ChannelCut:
+    """An input that each channel launch gets a part of: `chunk` long along `axis`, from the
+    launch's first output channel times numerator / denominator (a weight's output-channel
+    axis: 1 / 1; a grouped convolution's input channels: C_in / C_out, whole groups)."""
+
+    name: str
+    axis: int
+    chunk: int
+    numerator: int = 1
+    denominator: int = 1
+
+
+@attrs.frozen
 class ChannelLaunches:
     """Within each launch along axis 0, `count` launches on `chunk` consecutive output
-    channels: axis 1 of every output and axis 0 of the convolution `weights` (for a
-    convolution whose one sample is still too big to verify)."""
+    channels: axis 1 of every output and a part of each of `inputs` (for a convolution
+    whose one sample is still too big to verify)."""
 
     count: int
     chunk: int
-    weights: tuple[str, ...]
+    inputs: tuple[ChannelCut, ...]
 
     @property
     def extent(self) -> int:
         return self.count * self.chunk
 
+    @property
+    def group_input_text(self) -> str | None:
+        """The first input channel of a launch's groups, from its first output channel
+        `channel`, when some input is cut by groups."""
+        for part in self.inputs:
+            if part.numerator != part.denominator:
+                ratio = fractions.Fraction(part.numerator, part.denominator)
+                numerator = "" if ratio.numerator == 1 else f" * {ratio.numerator}"
+                return f"channel{numerator} // {ratio.denominator}"
+        return None
+
+    def cut(self, name: str) -> ChannelCut | None:
+        return next((c for c in self.inputs if c.name == name), None)
+
 
 @attrs.frozen
 class LaunchCut:
-    """One axis of a tensor that `forward` cuts per launch: the launch loop's `variable`
-    steps over `extent` in chunks of `chunk`."""
+    """One axis of a tensor that `forward` cuts per launch: its part starts at the launch
+    loop's `variable` and is `chunk` long, of `extent` in all."""
 
     axis: int
     variable: str
@@ -841,6 +869,10 @@ class LaunchCut:
 
     def index_text(self) -> str:
         return f"{self.variable} : {self.variable} + {self.chunk}"
+
+
+# The first input channel of a channel launch of a grouped convolution (see ChannelCut)
+GROUP_INPUT_VARIABLE = "channel_in"
 
 
 @attrs.frozen
@@ -872,11 +904,14 @@ class Launches:
             if channels is None:
                 return (batch,)
             return (batch, LaunchCut(1, "channel", channels.chunk, channels.extent))
-        if tensor.name in self.sliced:
-            return (batch,)
-        if channels is not None and tensor.name in channels.weights:
-            return (LaunchCut(0, "channel", channels.chunk, channels.extent),)
-        return ()
+        cuts = [batch] if tensor.name in self.sliced else []
+        part = None if channels is None else channels.cut(tensor.name)
+        if part is not None:
+            assert channels is not None
+            extent = channels.extent * part.numerator // part.denominator
+            variable = "channel" if part.numerator == part.denominator else GROUP_INPUT_VARIABLE
+            cuts.append(LaunchCut(part.axis, variable, part.chunk, extent))
+        return tuple(cuts)
 
 
 @attrs.frozen
@@ -897,12 +932,21 @@ class Kernel:
     @property
     def launch_count(self) -> int:
         """The launches `forward` makes: the kernel's, and its staging launches (one per
-        chunk of samples, before that chunk's channel launches)."""
-        samples, kernels = (
-            (1, 1) if self.launches is None else (self.launches.count, self.launches.total)
-        )
+        chunk of samples, before that chunk's channel launches, or one per channel launch)."""
+        launches = self.launches
         staging = 0 if self.program is None else len(self.program.staging)
-        return kernels + samples * staging
+        if launches is None:
+            return 1 + staging
+        stagings = launches.total if self.stages_per_channel_launch else launches.count
+        return launches.total + stagings * staging
+
+    @property
+    def stages_per_channel_launch(self) -> bool:
+        """Whether the channel launches cut a staging launch's source (a grouped
+        convolution's input): each channel launch then stages its own part."""
+        channels = None if self.launches is None else self.launches.channels
+        staging = () if self.program is None else self.program.staging
+        return channels is not None and any(channels.cut(s.source) for s in staging)
 
     def launch_cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
         """The axes of `tensor` each launch gets only a chunk of (none without launches)."""
@@ -1070,7 +1114,8 @@ def format_kernel(kernel: Kernel) -> str:
         lines.append(f"  launches {launches.count} x {launches.chunk} along axis 0 of {sliced}")
         if launches.channels is not None:
             channels = launches.channels
-            cut = ", ".join((*channels.weights, *(f"{o.name} (axis 1)" for o in kernel.outputs)))
+            parts = [f"{c.name} (axis {c.axis})" for c in channels.inputs]
+            cut = ", ".join((*parts, *(f"{o.name} (axis 1)" for o in kernel.outputs)))
             lines.append(
                 f"    each in {channels.count} x {channels.chunk} output channels of {cut}"
             )

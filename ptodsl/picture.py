@@ -424,12 +424,12 @@ def _launches(canvas: Canvas, kernel: ir.Kernel, y: float) -> float:
     ]
     channels = launches.channels
     if channels is not None:
-        weights = ", ".join(channels.weights)
+        parts = ", ".join(f"axis {c.axis} of {c.name}" for c in channels.inputs)
         bars.append(
             (
                 channels.count,
                 f"each of them {_launch_count(channels.count)} × {channels.chunk} channels "
-                f"along axis 1 of the outputs and axis 0 of {weights}",
+                f"along axis 1 of the outputs, {parts}",
             )
         )
     for count, caption in bars:

@@ -111,7 +111,11 @@ def _launches(launches: ir.Launches | None) -> dict | None:
         "sliced": list(launches.sliced),
         "channels": None
         if channels is None
-        else {"count": channels.count, "chunk": channels.chunk, "weights": list(channels.weights)},
+        else {
+            "count": channels.count,
+            "chunk": channels.chunk,
+            "inputs": [{"name": c.name, "axis": c.axis, "chunk": c.chunk} for c in channels.inputs],
+        },
     }
 
 

@@ -35,6 +35,9 @@ _INFIX = {
 Spelling = Mapping[str, str]
 Namer = Callable[[ir.Ref], str]
 
+# Generated lines stay within ruff's 100 columns, a margin of one kept.
+CODE_WIDTH = 99
+
 
 class PythonEmitter:
     def __init__(self, tensor_spelling: Spelling, scalar_spelling: Spelling, name: Namer):
@@ -175,18 +178,18 @@ def _top_level_arguments(text: str) -> list[str]:
 
 
 def emit_assignment(
-    emitter: PythonEmitter, target: str, expr: ir.Expr, indent: str, width: int = 99
+    emitter: PythonEmitter, target: str, expr: ir.Expr, indent: str, width: int = CODE_WIDTH
 ) -> list[str]:
     """`target = expr` as source lines of at most `width` characters where possible."""
     return _layout(emitter, expr, indent, f"{target} = ", "", 0, width)
 
 
-def emit_def(name: str, parameters: list[str], indent: str, width: int = 99) -> list[str]:
+def emit_def(name: str, parameters: list[str], indent: str, width: int = CODE_WIDTH) -> list[str]:
     """`def name(parameters):` on one line within `width`, else one parameter per line."""
     return _wrapped(f"def {name}(", parameters, "):", indent, width)
 
 
-def emit_call(name: str, arguments: list[str], indent: str, width: int = 99) -> list[str]:
+def emit_call(name: str, arguments: list[str], indent: str, width: int = CODE_WIDTH) -> list[str]:
     """`name(arguments)` on one line within `width`, else one argument per line."""
     return _wrapped(f"{name}(", arguments, ")", indent, width)
 

@@ -150,7 +150,7 @@ class _Verifier:
         named = list(launches.sliced)
         if launches.channels is not None:
             splits.append((launches.channels.count, launches.channels.chunk))
-            named += launches.channels.weights
+            named += [cut.name for cut in launches.channels.inputs]
             if launches.chunk != 1:
                 self.fail(f"output channels are cut in launches of {launches.chunk} samples")
         for count, chunk in splits:

@@ -7,6 +7,8 @@ without the simulator; a few split kernels, and wrong launch loops, run in pypto
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import pytest
 from conftest import CI_DIMS, ROOT
@@ -155,7 +157,7 @@ def channel_launched(text: str = CONV) -> ptodsl.Compiled:
     """`text` with a budget one sample per launch is just over: each sample then runs in
     launches of output channels."""
     whole = ptodsl.compile(text, name="case.pto", tuning=None).lowered.after("twin_operands")
-    per_sample = _shrunk(whole, ("x",), 1)
+    per_sample = _shrunk(whole, (whole.inputs[0].name,), 1)
     budget = min(map(sim_memory.verification_bytes, (whole, per_sample))) - 1
     target = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget)
     return ptodsl.compile(text, name="case.pto", target=target, tuning=None)
@@ -166,7 +168,7 @@ def test_a_convolution_too_big_per_sample_launches_by_output_channels():
     launches = spec.kernel.launches
     assert launches.count == 2 and launches.chunk == 1
     assert launches.channels == ptodsl.ir.ChannelLaunches(
-        count=2, chunk=4, weights=("conv_weight",)
+        count=2, chunk=4, inputs=(ptodsl.ir.ChannelCut("conv_weight", 0, 4),)
     )
     shapes = {t.name: t.type.shape for t in spec.lowered.after("launches").inputs}
     assert shapes == {"x": (1, 3, 12, 12), "conv_weight": (4, 3, 3, 3)}
@@ -174,11 +176,69 @@ def test_a_convolution_too_big_per_sample_launches_by_output_channels():
     assert spec.plan["kernels"][0]["launches"]["channels"] == {
         "count": 2,
         "chunk": 4,
-        "weights": ["conv_weight"],
+        "inputs": [{"name": "conv_weight", "axis": 0, "chunk": 4}],
     }
     assert "for channel in range(0, 8, 4):" in spec.source
     assert "y[start : start + 1, channel : channel + 4]" in spec.source
     assert "y = torch.empty((2, 8, 10, 10)" in spec.source
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+GROUPED = CONV.replace("C_in = 3", "C_in = 4").replace("bias=false", "groups=2, bias=false")
+
+TRANSPOSED = """kernel convt
+dims N = 2, C_in = 4, H = 6, W = 6, C_out = 8, H_out = 13, W_out = 13
+input x: f32[N, C_in, H, W]
+weight conv_t: conv_transpose2d(C_in, C_out, 3, stride=2, bias=false)
+output y: f32[N, C_out, H_out, W_out]
+y = conv_t(x)
+"""
+
+# A stride of 2 spaces the input with zeros in a staging launch; with groups, each group's
+# channel launch stages its own input channels.
+TRANSPOSED_GROUPED = TRANSPOSED.replace("bias=false", "groups=2, bias=false")
+
+
+@pytest.mark.parametrize(
+    ("text", "parts", "launch_count", "lines"),
+    [
+        (
+            GROUPED,
+            [("conv_weight", 0, 4), ("x", 1, 2)],
+            4,
+            [
+                "channel_in = channel // 2",
+                "_kernel_x[start : start + 1, channel_in : channel_in + 2]",
+            ],
+        ),
+        (
+            TRANSPOSED,
+            [("conv_t_weight", 1, 4)],
+            4 + 2,  # a staging launch per sample, before its channel launches
+            ["_kernel_conv_t_weight[:, channel : channel + 4].reshape(16, 9)"],
+        ),
+        (
+            TRANSPOSED_GROUPED,
+            [("conv_t_weight", 0, 2), ("x", 1, 2)],
+            4 + 4,  # a staging launch per channel launch: its group's input
+            ["_kernel_conv_t_weight[channel_in : channel_in + 2].reshape(8, 9)"],
+        ),
+    ],
+    ids=["grouped", "transposed", "transposed_grouped"],
+)
+def test_a_grouped_or_transposed_convolution_launches_by_output_channels(
+    text, parts, launch_count, lines
+):
+    """A transposed convolution's weight [C_in, C_out / groups, ...] is cut along its output
+    channels; a grouped convolution launches whole groups, each on its input channels."""
+    spec = channel_launched(text)
+    channels = spec.kernel.launches.channels
+    assert channels.count == 2 and channels.chunk == 4
+    assert [(c.name, c.axis, c.chunk) for c in channels.inputs] == parts
+    assert spec.kernel.launch_count == launch_count
+    for line in lines:
+        assert line in spec.source
     report = run_check(spec)
     assert report.ok, ptodsl.checking.format_report(report)
 
@@ -204,9 +264,32 @@ WRONG_CHANNEL_LAUNCHES = {
 }
 
 
+WRONG_GROUP_LAUNCHES = {
+    "every group's launch reads the first group's input": (
+        GROUPED,
+        "channel_in = channel // 2",
+        "channel_in = 0",
+    ),
+    "every launch reads the first channels of a transposed weight": (
+        TRANSPOSED,
+        "_kernel_conv_t_weight[:, channel : channel + 4]",
+        "_kernel_conv_t_weight[:, 0:4]",
+    ),
+    "every group's launch reads the first group's transposed weight": (
+        TRANSPOSED_GROUPED,
+        "_kernel_conv_t_weight[channel_in : channel_in + 2]",
+        "_kernel_conv_t_weight[0:2]",
+    ),
+}
+
+
 WRONG_LOOPS = {
     **{case: (lambda: compiled(TALL), *edit) for case, edit in WRONG_LAUNCHES.items()},
     **{case: (channel_launched, *edit) for case, edit in WRONG_CHANNEL_LAUNCHES.items()},
+    **{
+        case: (functools.partial(channel_launched, text), *edit)
+        for case, (text, *edit) in WRONG_GROUP_LAUNCHES.items()
+    },
 }
 
 
