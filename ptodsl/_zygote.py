@@ -12,6 +12,7 @@ the end of its stdin (the parent gone) it kills its workers and exits.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -92,24 +93,24 @@ def _reap(workers: set[int], replies: int) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _become_worker(request: dict, zygote: int) -> None:
     """In the forked worker: the session, files, directory, environment and arguments that
     `python -m MODULE ARGV...` started by `ptodsl.workers.run_worker` would have, then run
     MODULE as __main__ (its exit is this process's exit)."""
-    for signum in (signal.SIGINT, signal.SIGCHLD):
-        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python process
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     stdin = os.open(os.devnull, os.O_RDONLY)
     os.dup2(stdin, 0)
     log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    for fd in {stdin, log} - {0, 1, 2}:  # stdin may have opened as 0 itself
+        os.close(fd)
     os.chdir(request["cwd"])
     # the zygote, this worker's parent, is the one whose end should end it
     env = {**request["env"], PARENT_VARIABLE: str(zygote)}

@@ -86,7 +86,8 @@ def run_worker(
     started = time.monotonic()
     log = work_dir / LOG_FILE
     log.write_bytes(b"")
-    worker = _zygote().fork(module, [str(work_dir)], work_dir, env or os.environ, log)
+    environment = os.environ if env is None else env
+    worker = _zygote().fork(module, [str(work_dir)], work_dir, environment, log)
     with _RUNNING_LOCK:
         _RUNNING.add(worker)
     try:
