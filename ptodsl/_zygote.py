@@ -18,8 +18,10 @@ import json
 import os
 import runpy
 import selectors
+import shutil
 import signal
 import sys
+import tempfile
 
 from ptodsl.workers import PARENT_VARIABLE
 
@@ -38,15 +40,20 @@ def main() -> None:
     from ptodsl.simulator import PYPTO_LOG_ENVIRONMENT
 
     os.environ.update(PYPTO_LOG_ENVIRONMENT)
+    # pypto's library also reads where to write its run records when it loads: here, not
+    # the user's ~/.pypto
+    home = tempfile.mkdtemp(prefix="ptodsl-zygote-")
+    os.environ["PYPTO_HOME"] = home
     for name in PRELOAD:
         importlib.import_module(name)
     zygote = os.getpid()
-    request = _serve(replies)
+    request = _serve(replies, home)
     _become_worker(request, zygote)  # only a forked worker gets here
 
 
-def _serve(replies: int) -> dict:
-    """Forks a worker per request until stdin ends; returns, in the worker, its request."""
+def _serve(replies: int, home: str) -> dict:
+    """Forks a worker per request until stdin ends (then removes `home`); returns, in the
+    worker, its request."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -66,6 +73,7 @@ def _serve(replies: int) -> dict:
             if not chunk:
                 for pid in workers:
                     _kill_group(pid)
+                shutil.rmtree(home, ignore_errors=True)
                 sys.exit(0)
             pending += chunk
             *lines, pending = pending.split(b"\n")

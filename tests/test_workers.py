@@ -13,9 +13,11 @@ import threading
 import time
 
 import pytest
+from conftest import ROOT
 from processes import wait_until_gone
 
 from ptodsl import workers
+from ptodsl.files import cache_dir
 from ptodsl.workers import Stall, WorkerOverMemory, WorkerStalled, WorkerTimeout, run_worker
 
 # A worker module of our own: it does what its request file says.
@@ -181,3 +183,22 @@ def test_a_worker_past_its_time_is_killed(fake):
 
 def test_the_memory_of_a_process_group_is_counted():
     assert workers.group_resident_bytes(os.getpgrp()) > 10 << 20  # this pytest at least
+
+
+def test_a_check_leaves_nothing_in_the_users_home(tmp_path):
+    """pypto writes a run record under PYPTO_HOME (default ~/.pypto) when its library loads:
+    the zygote that loads it for the workers points it at a folder of its own."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), PTODSL_CACHE_DIR=str(cache_dir()))
+    env.pop("PYPTO_HOME", None)
+    spec = ROOT / "examples" / "kernelbench" / "31_elu.pto"
+    done = subprocess.run(
+        [sys.executable, "-m", "ptodsl", "check", str(spec)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
