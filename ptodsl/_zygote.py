@@ -101,8 +101,11 @@ def _reap(workers: set[int], replies: int) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    """Kills the worker and its session's processes: the worker itself too, since one just
+    forked may not have made its session yet."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError):
+            kill(pid, signal.SIGKILL)
 
 
 def _become_worker(request: dict, zygote: int) -> None:

@@ -336,8 +336,12 @@ def _last_line(log: Path) -> str:
 
 
 def _kill_group(worker: Forked) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(worker.pid, signal.SIGKILL)
+    """Kills the worker and its session's processes (the worker itself too: one just forked
+    may not have made its session yet), unless it has ended."""
+    if worker.returncode is None:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError):
+                kill(worker.pid, signal.SIGKILL)
     with contextlib.suppress(ZygoteLost):
         worker.wait()
 
