@@ -12,7 +12,6 @@ the end of its stdin (the parent gone) it kills its workers and exits.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -23,7 +22,7 @@ import signal
 import sys
 import tempfile
 
-from ptodsl.workers import PARENT_VARIABLE
+from ptodsl.workers import PARENT_VARIABLE, kill_session
 
 # What every worker imports before it does anything (the workers' own modules are run
 # fresh, as `python -m` would, so they are not among them).
@@ -72,7 +71,7 @@ def _serve(replies: int, home: str) -> dict:
             chunk = os.read(0, 1 << 16)
             if not chunk:
                 for pid in workers:
-                    _kill_group(pid)
+                    kill_session(pid)
                 shutil.rmtree(home, ignore_errors=True)
                 sys.exit(0)
             pending += chunk
@@ -98,14 +97,6 @@ def _reap(workers: set[int], replies: int) -> None:
             return
         workers.discard(pid)
         os.write(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
-
-
-def _kill_group(pid: int) -> None:
-    """Kills the worker and its session's processes: the worker itself too, since one just
-    forked may not have made its session yet."""
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError):
-            kill(pid, signal.SIGKILL)
 
 
 def _become_worker(request: dict, zygote: int) -> None:

@@ -336,14 +336,18 @@ def _last_line(log: Path) -> str:
 
 
 def _kill_group(worker: Forked) -> None:
-    """Kills the worker and its session's processes (the worker itself too: one just forked
-    may not have made its session yet), unless it has ended."""
     if worker.returncode is None:
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError):
-                kill(worker.pid, signal.SIGKILL)
+        kill_session(worker.pid)
     with contextlib.suppress(ZygoteLost):
         worker.wait()
+
+
+def kill_session(pid: int) -> None:
+    """Kills worker `pid` and its session's processes: the worker itself too, since one just
+    forked may not have made its session yet."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError):
+            kill(pid, signal.SIGKILL)
 
 
 def log_lines(work_dir: Path, noise: tuple[str, ...] = ()) -> list[str]:
