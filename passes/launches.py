@@ -68,7 +68,10 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         return _noted(kernel, whole, budget, str(reason))
     assert block.launches is not None
     if not fits(block) and block.launches.chunk == 1:
-        block = _split_channels(block, fits, fits_memory)
+        sample = block
+        block = _split_channels(sample, fits, fits_memory)
+        if not fits_memory(block):
+            block = _split_rows(sample, fits, fits_memory, block)
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
     work = ir.convolution_macs(kernel)
@@ -77,9 +80,13 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         if work > macs
         else ""
     )
-    channels = block.launches.channels
+    channels, rows = block.launches.channels, block.launches.rows
     within = (
-        "" if channels is None else f", each {channels.count} of {channels.chunk} output channels"
+        f", each {channels.count} of {channels.chunk} output channels"
+        if channels is not None
+        else f", each {rows.count} of {rows.chunk} output rows"
+        if rows is not None
+        else ""
     )
     decision = (
         f"launches: {block.launches.count} of {block.launches.chunk} along axis 0{within} "
@@ -155,16 +162,9 @@ def _cut(tensor, axis: int, chunk: int):
     )
 
 
-def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
-    """One sample per launch still too big: when every output is a convolution's of a
-    sliced input with a weight input, and the kernel computes nothing else, each sample runs
-    in launches of consecutive output channels, each on those channels' part of the weights
-    (the fewest launches that fit, else the most). A grouped convolution (the only one then)
-    launches whole groups, each on its groups' input channels. Otherwise `block` as it was.
-
-    Transposed and grouped convolutions are cut for memory only: one sample of #73, #75,
-    #77 and #81 passes at full shape in one launch of 3.7 to 14 G multiply-adds, far over
-    the target's cap, so the cap is no reason to multiply their launches."""
+def _stored_convolutions(block: ir.Kernel) -> list[ir.ConvGeometry] | None:
+    """Each statement's convolution, when every one stores a convolution of a sliced input
+    with a weight input into an output (and the kernel computes nothing else)."""
     assert block.launches is not None
     inputs = {t.name for t in block.inputs}
     convolutions = []
@@ -175,7 +175,7 @@ def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
             and isinstance(conv, ir.Op)
             and ops.lookup(conv.op).kind is ops.Kind.CONV
         ):
-            return block
+            return None
         x, weight = conv.operands
         if not (
             isinstance(x, ir.Ref)
@@ -183,15 +183,37 @@ def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
             and isinstance(weight, ir.Ref)
             and weight.name in inputs
         ):
-            return block
+            return None
         convolutions.append(ir.ConvGeometry.of(conv))
+    return convolutions
+
+
+def _cut_for(convolutions: list[ir.ConvGeometry], fits, fits_memory):
+    """What a cut of these convolutions must fit: memory and the multiply-add cap, or for
+    transposed and grouped ones memory only. One sample of #73, #75, #77 and #81 passes at
+    full shape in one launch of 3.7 to 14 G multiply-adds, far over the target's cap, so the
+    cap is no reason to multiply their launches."""
+    if any(g.attributes.groups > 1 or g.transposed for g in convolutions):
+        return fits_memory
+    return fits
+
+
+def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
+    """One sample per launch still too big: when every output is a convolution's of a
+    sliced input with a weight input, and the kernel computes nothing else, each sample runs
+    in launches of consecutive output channels, each on those channels' part of the weights
+    (the fewest launches that fit, else the most). A grouped convolution (the only one then)
+    launches whole groups, each on its groups' input channels. Otherwise `block` as it was.
+    Transposed and grouped convolutions are cut for memory only (`_cut_for`)."""
+    convolutions = _stored_convolutions(block)
+    if convolutions is None:
+        return block
     grouped = [g for g in convolutions if g.attributes.groups > 1]
     if grouped and len(block.body) > 1:
         return block
-    if grouped or any(g.transposed for g in convolutions):
-        if fits_memory(block):
-            return block
-        fits = fits_memory
+    fits = _cut_for(convolutions, fits, fits_memory)
+    if fits is fits_memory and fits_memory(block):
+        return block
     extents = {o.type.shape[1] for o in block.outputs}
     if len(extents) != 1:
         return block
@@ -205,6 +227,54 @@ def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
         if fits(cut):
             break
     return cut
+
+
+def _split_rows(sample: ir.Kernel, fits, fits_memory, cut: ir.Kernel) -> ir.Kernel:
+    """One sample per launch too big even in launches of one output channel (each still
+    stacks every tap's view of the whole input: #68's 66 x 68 x 68 outputs of 32 channels
+    by 75 taps, 2.9 GB per channel): one convolution's sample in launches of consecutive
+    rows of its first spatial axis, all output channels each (the fewest that fit, else
+    one row each). Otherwise `cut`, the channel launches."""
+    convolutions = _stored_convolutions(sample)
+    if convolutions is None or len(convolutions) != 1:
+        return cut
+    fits = _cut_for(convolutions, fits, fits_memory)
+    (geometry,) = convolutions
+    extent = geometry.out[0]
+    variable = _free_name(sample, "first_row")
+    for count in _divisors(extent)[1:]:
+        block = _rows_cut(sample, extent // count, variable)
+        if fits(block):
+            break
+    return block
+
+
+def _free_name(kernel: ir.Kernel, name: str) -> str:
+    """`name`, or `name2`, `name3`, ... where the spec uses it."""
+    taken = kernel.spec_names
+    return next(n for n in (name, *(f"{name}{k}" for k in range(2, 100))) if n not in taken)
+
+
+def _rows_cut(sample: ir.Kernel, chunk: int, variable: str) -> ir.Kernel:
+    """`sample` on `chunk` rows of its convolution's output (axis 2), read from the whole
+    sample."""
+    assert sample.launches is not None
+    (stmt,) = sample.body
+    conv = stmt.value
+    assert isinstance(conv, ir.Op) and isinstance(conv.attrs, ir.Conv)
+    shape = conv.type.shape  # type: ignore[union-attr]
+    value = attrs.evolve(
+        conv,
+        type=attrs.evolve(conv.type, shape=(*shape[:2], chunk, *shape[3:])),
+        attrs=attrs.evolve(conv.attrs, rows=chunk),
+    )
+    rows = ir.RowLaunches(count=shape[2] // chunk, chunk=chunk, variable=variable)
+    return attrs.evolve(
+        sample,
+        outputs=tuple(_cut(o, 2, chunk) for o in sample.outputs),
+        body=(attrs.evolve(stmt, value=value),),
+        launches=attrs.evolve(sample.launches, rows=rows),
+    )
 
 
 def _channels_cut(block: ir.Kernel, chunk: int) -> ir.Kernel:

@@ -576,6 +576,9 @@ class _ConvPhase:
             kernel, f"{variables.index}_batch", f"{variables.offset}_batch"
         )
         self.lead = () if self.geometry.merges_batch else (1,)
+        launches = kernel.launches
+        # a row launch's taps view rows of the whole input from the launch's first row
+        self.first_row = None if launches is None or launches.rows is None else launches.rows.variable
         self.buffer: ir.Ref | None = None  # the staging launch's padded input
         if self.plan.staged:
             shape = (self.plan.batch, self.geometry.in_channels, *self.padded_extents())
@@ -966,7 +969,7 @@ class _ConvPhase:
         channel."""
         geometry = self.geometry
         first, *others = geometry.tap_start(tap, self.plan.skip)
-        spatial = (_shifted(place.offset, first[0]), *first[1:])
+        spatial = (_shifted(place.offset, first[0], self.first_row), *first[1:])
         spatial += tuple(start for starts in others for start in starts)
         channel = group * geometry.group_in
         if source is not None:
@@ -1001,11 +1004,13 @@ class _ConvPhase:
         ]
 
 
-def _shifted(offset: ir.Index, by: int) -> ir.Index:
-    """A loop offset plus a constant."""
+def _shifted(offset: ir.Index, by: int, first_row: str | None = None) -> ir.Index:
+    """A loop offset plus a constant (and a row launch's first row)."""
     if isinstance(offset, int):
-        return offset + by
+        return offset + by if first_row is None else ir.Affine(first_row, 1, offset + by)
     assert isinstance(offset, str), "a block's offset is its loop's variable"
+    if first_row is not None:
+        return ir.Affine(offset, 1, by, shift=first_row)
     return ir.Affine(offset, 1, by) if by else offset
 
 

@@ -220,7 +220,7 @@ def plan_conv(conv: ir.Op, target: Target, reads_input: bool = False) -> ir.Conv
         )
         for k, o, s, w, d, f, n in zip(
             skip,
-            geometry.out,
+            (geometry.whole_rows, *geometry.out[1:]),  # a row launch's input: the whole
             geometry.stride,
             geometry.kernel,
             attributes.dilation,

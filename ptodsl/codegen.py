@@ -65,6 +65,17 @@ def _launch(make_kernel, arguments, outputs, *tensors):
     interpret.launch(module_file, make_kernel.__name__, arguments, tensors, outputs)
 '''
 
+_SETTLED = '''
+
+def _settled(tensor):
+    """`tensor` once the launches that write it have ended: ptodsl's interpreter may run
+    launches side by side (on an NPU, the stream orders them)."""
+    interpret = sys.modules.get("ptodsl.interpret")
+    if interpret is not None:
+        interpret.settle(tensor)
+    return tensor
+'''
+
 _EXPECT_ARGUMENT = '''
 
 def _expect_argument(name, given, built_for):
@@ -97,8 +108,10 @@ def kernel_function_name(kernel: ir.Kernel) -> str:
 
 def factory_arguments(kernel: ir.Kernel) -> list[str]:
     """The kernel's scalars. Dims are not arguments: tiles, views and loops are planned for
-    their sizes, so the factory fixes them rather than invite a call with other sizes."""
-    return [p.name for p in kernel.kernel_params]
+    their sizes, so the factory fixes them rather than invite a call with other sizes. A row
+    launch's first row is one (each launch's kernel views the input from there)."""
+    rows = kernel.launches.rows if kernel.launches else None
+    return [p.name for p in kernel.kernel_params] + ([rows.variable] if rows else [])
 
 
 def _kernel_lines(kernel: ir.Kernel) -> list[str]:
@@ -370,6 +383,8 @@ def _model(kernel: ir.Kernel) -> list[str]:
     factory_args = [
         f"float({p.name})" if p.forward else f"self.{p.name}" for p in kernel.kernel_params
     ]
+    if kernel.launches is not None and kernel.launches.rows is not None:
+        factory_args.append(ir.ROW_VARIABLE)
     factory = [factory_name(kernel), _tuple_text(factory_args), str(len(kernel.outputs))]
     device = arguments[0].name + ".device" if arguments else '"cpu"'
     call = []
@@ -391,13 +406,23 @@ def _model(kernel: ir.Kernel) -> list[str]:
             f"dtype=torch.{buffer.type.dtype.torch_name}, device={device})"
         )
         call.append((None, buffer.buffer))
+    row_launches = _row_launches(kernel)
     for tensor in kernel.outputs:
         shape = kernel.forward_shape(tensor) if kernel.launches else tensor.kernel_shape
         lines.append(
             f"        {tensor.name} = torch.empty({_tuple_text(shape)}, "
             f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
         )
-        call.append((tensor, tensor.name))
+        if row_launches:  # every row launch's rows of one sample, each launch's contiguous
+            rows = ir.generated_name("rows", tensor.name)
+            shape = (kernel.launches.rows.count, *tensor.declared_shape)
+            lines.append(
+                f"        {rows} = torch.empty({_tuple_text(shape)}, "
+                f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
+            )
+            call.append((None, rows))
+        else:
+            call.append((tensor, tensor.name))
     if kernel.launches is None:
         arguments = _LaunchArguments(dict(_launch_arguments(kernel, call)))
         for buffer in staging:
@@ -409,6 +434,10 @@ def _model(kernel: ir.Kernel) -> list[str]:
     results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
     lines.append(f"        return {', '.join(results)}")
     return lines
+
+
+def _row_launches(kernel: ir.Kernel) -> bool:
+    return kernel.launches is not None and kernel.launches.rows is not None
 
 
 def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str]:
@@ -447,8 +476,38 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
             lines.append(f"{indent}{ir.GROUP_INPUT_VARIABLE} = {group_input}  # its groups' inputs")
     if per_channel:
         lines += staging(indent)
+    rows = launches.rows
+    if rows is not None:
+        variable = ir.ROW_VARIABLE
+        lines += [
+            f"{indent}# and {rows.count} launches of {rows.chunk} output rows each",
+            f"{indent}for {variable} in range(0, {rows.extent}, {rows.chunk}):",
+        ]
+        indent += "    "
+        for output in kernel.outputs:  # the launch's own rows
+            launched = ir.generated_name("rows", output.name)
+            reshape = f".reshape{_arguments_text(output.kernel_shape)}"
+            arguments.parts[launched] = (f"{launched}[{variable} // {rows.chunk}]", reshape)
     named, texts = arguments.use(list(arguments.parts), indent)
-    return lines + named + emit_call("_launch", [*factory, *texts], indent)
+    lines += named + emit_call("_launch", [*factory, *texts], indent)
+    if rows is None:
+        return lines
+    indent = indent[:-4]
+    lines.append(f"{indent}# the sample's rows, each launch's, into its output")
+    for output in kernel.outputs:
+        launched = ir.generated_name("rows", output.name)
+        batch, row = kernel.launch_cuts(output)  # axes 0 and 2
+        # [launches, N, C, rows, ...] -> [N, C, launches, rows, ...]
+        order = (1, 2, 0, *range(3, len(output.declared_shape) + 1))
+        whole = list(output.declared_shape)
+        whole[2] = row.extent
+        sample = ir.generated_name("sample", output.name)
+        lines += [
+            f"{indent}{sample} = _settled({launched}).permute{_arguments_text(order)}",
+            f"{indent}{output.name}[{batch.index_text()}] = "
+            f"{sample}.reshape{_arguments_text(tuple(whole))}",
+        ]
+    return lines
 
 
 @attrs.define
@@ -522,6 +581,7 @@ def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
         "import importlib.util",
         *(["import math"] if uses_math(kernel) else []),
         "import os",
+        *(["import sys"] if _row_launches(kernel) else []),
         "",
         "import pypto",
         "import torch",
@@ -533,7 +593,8 @@ def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
         header[after_docstring:after_docstring] = [
             f"# ruff: noqa: E741 (the spec's names {names} are kept as written)"
         ]
-    helpers = _HELPERS + (_EXPECT_ARGUMENT if any(p.fixed for p in kernel.params) else "")
+    helpers = _HELPERS + (_SETTLED if _row_launches(kernel) else "")
+    helpers += _EXPECT_ARGUMENT if any(p.fixed for p in kernel.params) else ""
     staging = [_staging_factory(kernel, st) for st in kernel.program.staging]
     parts = [helpers.strip("\n").splitlines(), _factory(kernel), *staging, _model(kernel)]
     lines = header

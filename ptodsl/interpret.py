@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import linecache
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -101,6 +102,12 @@ def launches_in_flight() -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{IN_FLIGHT_VARIABLE}={text!r}: a number of launches, at least 1")
     return int(text)
+
+
+def settle(tensor: torch.Tensor) -> None:
+    """The running launches that write `tensor` finish, their outputs written: `forward`
+    reads it next (a row launch's rows, copied into the output)."""
+    _LAUNCHES.wait_for([tensor], in_flight=sys.maxsize)
 
 
 def finish_launches() -> None:

@@ -273,10 +273,17 @@ class Conv:
     padding: tuple[int, ...]
     dilation: tuple[int, ...]
     groups: int = 1
+    # a row launch's: `rows` of the output's first spatial axis, from the launch's first
+    # row (the kernel factory's argument, `RowLaunches.variable`); 0: all of them
+    rows: int = attrs.field(default=0, kw_only=True)
 
     @property
     def spatial(self) -> int:
         return len(self.stride)
+
+    def launched(self, spatial: tuple[int, ...]) -> tuple[int, ...]:
+        """The output's spatial extents one launch computes: `rows` of the first, if set."""
+        return (self.rows, *spatial[1:]) if self.rows else spatial
 
     def extent(self, position: int, length: int, kernel: int) -> int:
         """The output's length along spatial axis `position` (torch's formula)."""
@@ -288,7 +295,7 @@ class Conv:
             self.extent(i, length, kernel)
             for i, (length, kernel) in enumerate(zip(x[2:], weight[2:], strict=True))
         )
-        return (x[0], weight[0], *spatial)
+        return (x[0], weight[0], *self.launched(spatial))
 
 
 @attrs.frozen
@@ -310,7 +317,7 @@ class ConvTranspose(Conv):
             self.extent(i, length, kernel)
             for i, (length, kernel) in enumerate(zip(x[2:], weight[2:], strict=True))
         )
-        return (x[0], weight[1] * self.groups, *spatial)
+        return (x[0], weight[1] * self.groups, *self.launched(spatial))
 
 
 @attrs.frozen
@@ -322,8 +329,9 @@ class ConvGeometry:
     out_channels: int
     spatial: tuple[int, ...]  # the input's spatial extents
     kernel: tuple[int, ...]
-    out: tuple[int, ...]  # the output's spatial extents
+    out: tuple[int, ...]  # the output's spatial extents (a row launch's rows of the first)
     attributes: Conv
+    whole_rows: int  # the output's first spatial extent over all row launches
 
     @classmethod
     def of(cls, conv: Op) -> ConvGeometry:
@@ -331,6 +339,7 @@ class ConvGeometry:
         assert isinstance(x, TensorType) and isinstance(weight, TensorType)
         assert isinstance(conv.attrs, Conv)
         natural = conv.attrs.result_shape(x.shape, weight.shape)
+        whole = attrs.evolve(conv.attrs, rows=0).result_shape(x.shape, weight.shape)
         return cls(
             x.shape[0],
             x.shape[1],
@@ -339,6 +348,7 @@ class ConvGeometry:
             weight.shape[2:],
             natural[2:],
             conv.attrs,
+            whole[2],
         )
 
     @property
@@ -497,10 +507,15 @@ OpAttrs = (
 
 
 def attribute_items(attributes: OpAttrs | None) -> tuple[tuple[str, object], ...]:
-    """An op's attributes as (name, value) pairs, in declaration order."""
+    """An op's attributes as (name, value) pairs, in declaration order; a keyword-only one
+    (a launch's own, such as `Conv.rows`) only when it is not its default."""
     if attributes is None:
         return ()
-    return tuple((f.name, getattr(attributes, f.name)) for f in attrs.fields(type(attributes)))
+    return tuple(
+        (f.name, getattr(attributes, f.name))
+        for f in attrs.fields(type(attributes))
+        if not f.kw_only or getattr(attributes, f.name) != f.default
+    )
 
 
 @attrs.frozen
@@ -873,19 +888,46 @@ class LaunchCut:
 
 # The first input channel of a channel launch of a grouped convolution (see ChannelCut)
 GROUP_INPUT_VARIABLE = "channel_in"
+# forward's loop over row launches (see RowLaunches)
+ROW_VARIABLE = "row"
+
+
+@attrs.frozen
+class RowLaunches:
+    """Within each launch along axis 0 (one sample), `count` launches on `chunk` consecutive
+    rows of the outputs' axis 2 (a convolution's first spatial axis), for a convolution
+    whose one sample, even one output channel of it, is too big to verify: each launch
+    reads the whole sample (its taps' views start `chunk` rows further per launch) and
+    writes its rows to a buffer of their own, which `forward` copies into the output (a
+    part along axis 2 is not contiguous). The kernel's factory takes the launch's first row
+    as its argument `variable`."""
+
+    count: int
+    chunk: int
+    variable: str = "first_row"
+
+    @property
+    def extent(self) -> int:
+        return self.count * self.chunk
+
+    @property
+    def firsts(self) -> range:
+        """Every launch's first row."""
+        return range(0, self.extent, self.chunk)
 
 
 @attrs.frozen
 class Launches:
     """`forward` launches the kernel `count` times, each on `chunk` consecutive indices of
     axis 0 of every output and of the `sliced` inputs (the other inputs go whole to every
-    launch), and each of those `channels.count` times when set. The kernel's shapes are one
-    launch's."""
+    launch), and each of those `channels.count` or `rows.count` times when set (one or the
+    other). The kernel's shapes are one launch's."""
 
     count: int
     chunk: int
     sliced: tuple[str, ...]
     channels: ChannelLaunches | None = None
+    rows: RowLaunches | None = None
 
     @property
     def extent(self) -> int:
@@ -894,13 +936,17 @@ class Launches:
     @property
     def total(self) -> int:
         """Launches in all."""
-        return self.count * (1 if self.channels is None else self.channels.count)
+        within = self.channels or self.rows
+        return self.count * (1 if within is None else within.count)
 
     def cuts(self, tensor: Tensor) -> tuple[LaunchCut, ...]:
         """The axes of `tensor` each launch gets a chunk of, in axis order."""
         batch = LaunchCut(0, "start", self.chunk, self.extent)
         channels = self.channels
         if isinstance(tensor, Output):
+            if self.rows is not None:
+                rows = self.rows
+                return (batch, LaunchCut(2, ROW_VARIABLE, rows.chunk, rows.extent))
             if channels is None:
                 return (batch,)
             return (batch, LaunchCut(1, "channel", channels.chunk, channels.extent))
@@ -1377,13 +1423,22 @@ class Affine:
     variable: str
     scale: int = 1
     constant: int = 0
+    # a second variable added (a row launch's first row: its views are the first launch's,
+    # that many rows further)
+    shift: str | None = None
 
     def __str__(self) -> str:
         text = self.variable if self.scale == 1 else f"{self.variable} * {self.scale}"
+        text = text if self.shift is None else f"{text} + {self.shift}"
         return text if not self.constant else f"{text} + {self.constant}"
 
-    def at(self, value: int) -> int:
-        return value * self.scale + self.constant
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return (self.variable,) if self.shift is None else (self.variable, self.shift)
+
+    def at(self, values: dict[str, int]) -> int:
+        shift = 0 if self.shift is None else values[self.shift]
+        return values[self.variable] * self.scale + shift + self.constant
 
 
 # A constant, a loop variable (`i`, `offset`) of an enclosing loop, or an affine form of one.

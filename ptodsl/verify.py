@@ -153,6 +153,23 @@ class _Verifier:
             named += [cut.name for cut in launches.channels.inputs]
             if launches.chunk != 1:
                 self.fail(f"output channels are cut in launches of {launches.chunk} samples")
+        rows = launches.rows
+        launched_rows = {
+            node.attrs.rows
+            for stmt in self.kernel.body
+            for node in ir.walk(stmt.value)
+            if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Conv)
+        } - {0}
+        if rows is not None:
+            splits.append((rows.count, rows.chunk))
+            if launches.chunk != 1 or launches.channels is not None:
+                self.fail("output rows are cut only in launches of one sample's every channel")
+            if launched_rows != {rows.chunk} or len(self.kernel.body) != 1:
+                self.fail(f"row launches of {rows.chunk} rows, but convolutions of {launched_rows}")
+            if rows.variable in self.kernel.spec_names:
+                self.fail(f"row launches' variable `{rows.variable}` is a name of the spec")
+        elif launched_rows:
+            self.fail(f"convolutions of {launched_rows} rows each, without row launches")
         for count, chunk in splits:
             if count < 2 or chunk < 1:
                 self.fail(f"launches {count} x {chunk}: not a split")
@@ -535,7 +552,7 @@ Box = tuple[tuple[int, ...], tuple[int, ...]]  # a block's offsets and shape
 def _offset(index: ir.Index, values: dict[str, int]) -> int:
     """An offset's value at one iteration."""
     if isinstance(index, ir.Affine):
-        return index.at(values[index.variable])
+        return index.at(values)
     return values[index] if isinstance(index, str) else index
 
 
@@ -569,6 +586,9 @@ class _ProgramVerifier:
         self.where = "program"
         self.phase: ir.Phase | None = None
         self.vector_tiles = self.cube_tiles = False
+        # a row launch's first row, per launch: views may read it, assemblies may not
+        rows = kernel.launches.rows if kernel.launches else None
+        self.launch_values = [{}] if rows is None else [{rows.variable: r} for r in rows.firsts]
 
     def fail(self, message: str) -> None:
         self.verifier.fail(f"{self.where}: {message}")
@@ -661,7 +681,9 @@ class _ProgramVerifier:
             case ir.View(name, source, tensor, offsets):
                 source_type = self.tensor(source, scope)
                 if source_type is not None:
-                    self.within(f"view `{name}` of `{source}`", tensor, source_type, offsets, scope)
+                    what = f"view `{name}` of `{source}`"
+                    for launch in self.launch_values:  # a row launch's views: each launch's
+                        self.within(what, tensor, source_type, offsets, scope, launch)
                 return [(name, tensor)]
             case ir.Assign(name, value):
                 self.expression(value, scope)
@@ -749,14 +771,19 @@ class _ProgramVerifier:
         whole: ir.TensorType,
         offsets: tuple[ir.Index, ...],
         scope: _Scope,
+        launch: dict[str, int] | None = None,
     ) -> list[Box]:
-        """The block at each iteration's offsets, checked to lie within `whole`."""
+        """The block at each iteration's offsets (in one launch), checked to lie within
+        `whole`."""
         if block.rank != whole.rank or len(offsets) != whole.rank or block.dtype != whole.dtype:
             self.fail(f"{what}: {block} at {ir.format_indexes(offsets)} in {whole}")
             return []
         boxes = []
         for values in scope.iterations:
-            variables = [o.variable if isinstance(o, ir.Affine) else o for o in offsets]
+            values = values | (launch or {})
+            variables = [
+                v for o in offsets for v in (o.variables if isinstance(o, ir.Affine) else (o,))
+            ]
             unbound = [v for v in variables if isinstance(v, str) and v not in values]
             if unbound:
                 self.fail(f"{what}: offset `{unbound[0]}` is not a variable of its loop")
