@@ -10,7 +10,8 @@ axis instead (a convolution's batch). Any op that mixes indices along the axis (
 reduction, scan, window, crop or contraction over it, a transpose that moves it) keeps the
 kernel whole. A convolution whose one sample is still too big runs each sample in launches
 of consecutive output channels, each on those channels' weights (and a grouped one's on its
-groups' input channels).
+groups' input channels), or, when even one channel per launch is too big, in launches of
+consecutive rows of its output's first spatial axis, each reading the whole sample.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
     if not fits(block) and block.launches.chunk == 1:
         sample = block
         block = _split_channels(sample, fits, fits_memory)
-        if not fits_memory(block):
-            block = _split_rows(sample, fits, fits_memory, block)
+        channels = block.launches.channels if block.launches else None
+        if not fits_memory(block) or (channels is not None and channels.chunk == 1):
+            block = _split_rows(sample, fits_memory, block)
     estimate = sim_memory.verification_bytes(block) / sim_memory.GIB
     over = "; the finest split, still over" if estimate * sim_memory.GIB > budget else ""
     work = ir.convolution_macs(kernel)
@@ -80,6 +82,12 @@ def split_launches(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.
         if work > macs
         else ""
     )
+    if convolutions and block.launches.rows is not None:
+        per_launch = ir.convolution_macs(block) / 1e9
+        convolutions = (
+            f"; {work / 1e9:.1f} G convolution multiply-adds, {per_launch:.1f} G per launch "
+            "(row launches are cut for memory only)"
+        )
     channels, rows = block.launches.channels, block.launches.rows
     within = (
         f", each {channels.count} of {channels.chunk} output channels"
@@ -145,6 +153,15 @@ def _shrunk(kernel: ir.Kernel, sliced: tuple[str, ...], chunk: int) -> ir.Kernel
         body=tuple(body),
         launches=ir.Launches(count=extent // chunk, chunk=chunk, sliced=sliced),
     )
+
+
+def samples_part(kernel: ir.Kernel, sliced: tuple[str, ...], chunk: int) -> ir.Kernel | None:
+    """`kernel` on `chunk` samples (axis 0 of the outputs and the `sliced` inputs), or None
+    when an op mixes samples."""
+    try:
+        return _shrunk(kernel, sliced, chunk)
+    except _Mixes:
+        return None
 
 
 def _cut(tensor, axis: int, chunk: int):
@@ -229,24 +246,26 @@ def _split_channels(block: ir.Kernel, fits, fits_memory) -> ir.Kernel:
     return cut
 
 
-def _split_rows(sample: ir.Kernel, fits, fits_memory, cut: ir.Kernel) -> ir.Kernel:
-    """One sample per launch too big even in launches of one output channel (each still
-    stacks every tap's view of the whole input: #68's 66 x 68 x 68 outputs of 32 channels
-    by 75 taps, 2.9 GB per channel): one convolution's sample in launches of consecutive
-    rows of its first spatial axis, all output channels each (the fewest that fit, else
-    one row each). Otherwise `cut`, the channel launches."""
+def _split_rows(sample: ir.Kernel, fits_memory, cut: ir.Kernel) -> ir.Kernel:
+    """One convolution's sample, where its channel launches `cut` are too big or one output
+    channel each, in launches of consecutive rows of its output's first spatial axis, every
+    channel each (the fewest that fit memory). A launch of one channel multiplies the whole
+    sample's stacked taps by one weight row (M = 1 on the cube), and every launch stacks
+    them again: #68's one-channel launches each needed 11.4 GiB (2.9 GB of stacked taps per
+    channel), #66's 1024 would take 3.4 hours. The multiply-add cap is no reason to keep
+    them: two samples of #66 pass at full size in 14 row launches of 2.5 G each, 8 s apiece
+    two at a time. Otherwise `cut` when it fits, else one row per launch."""
     convolutions = _stored_convolutions(sample)
     if convolutions is None or len(convolutions) != 1:
         return cut
-    fits = _cut_for(convolutions, fits, fits_memory)
     (geometry,) = convolutions
     extent = geometry.out[0]
     variable = _free_name(sample, "first_row")
     for count in _divisors(extent)[1:]:
         block = _rows_cut(sample, extent // count, variable)
-        if fits(block):
-            break
-    return block
+        if fits_memory(block):
+            return block
+    return cut if fits_memory(cut) else block
 
 
 def _free_name(kernel: ir.Kernel, name: str) -> str:

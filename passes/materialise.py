@@ -578,7 +578,9 @@ class _ConvPhase:
         self.lead = () if self.geometry.merges_batch else (1,)
         launches = kernel.launches
         # a row launch's taps view rows of the whole input from the launch's first row
-        self.first_row = None if launches is None or launches.rows is None else launches.rows.variable
+        self.first_row = (
+            None if launches is None or launches.rows is None else launches.rows.variable
+        )
         self.buffer: ir.Ref | None = None  # the staging launch's padded input
         if self.plan.staged:
             shape = (self.plan.batch, self.geometry.in_channels, *self.padded_extents())

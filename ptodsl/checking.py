@@ -22,7 +22,14 @@ import torch
 from ptodsl import ir, modules, ops, sim_memory
 from ptodsl.api import Compiled
 from ptodsl.diagnostics import Source
-from ptodsl.error_bounds import BOUND_RULE, TOLERANCES, element_bound, evaluate_bounds
+from ptodsl.error_bounds import (
+    BOUND_RULE,
+    TOLERANCES,
+    Bounded,
+    element_bound,
+    evaluate_bounds,
+)
+from ptodsl.passes.launches import samples_part
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.progress import Progress
 from ptodsl.serialise import to_json, with_properties
@@ -364,15 +371,64 @@ class Case:
         return [*tensors, *self.forward_scalars], state
 
 
-def _bounds(
-    checked: ir.Kernel,
+# Whether the spec's own float64 value of an output part agrees with the golden's: raises
+# if not. Its arguments: the output, the golden's part, the spec's part, and the part's first
+# index along axis 0.
+Agreement = Callable[[ir.Output, torch.Tensor, Bounded, int], None]
+
+
+def _scales(
+    compiled: Compiled,
     inputs: list[torch.Tensor],
     init_kwargs: Mapping[str, ir.ParamValue],
     forward_scalars: list[float],
-):
+    expected: tuple[torch.Tensor, ...],
+    agree: Agreement,
+) -> tuple[tuple[torch.Tensor, ...], list[str]]:
+    """Each output's error scale, from the spec's own float64 evaluation, which `agree`
+    holds to the golden `expected`; and the reductions the inputs cannot tell apart. A kernel
+    launched by samples is evaluated a launch's samples at a time (they are independent:
+    the launches pass proved it), each part compared and let go: evaluated whole, a
+    convolution's value and scale hold several output-sized float64 tensors at once (#68's
+    peaked at 20.7 GB)."""
+    checked = compiled.lowered.checked
     params = dict(init_kwargs)
     params.update(zip((p.name for p in checked.forward_params), forward_scalars, strict=True))
-    return evaluate_bounds(checked, inputs, params)
+    parts = _sample_parts(checked, compiled.kernel.launches)
+    if parts is None:
+        bounded, ambiguities = evaluate_bounds(checked, inputs, params)
+        for output, golden, own in zip(checked.outputs, expected, bounded, strict=True):
+            agree(output, golden, own, 0)
+        return tuple(b.scale for b in bounded), ambiguities
+    part_kernel, sliced, chunk = parts
+    scales = tuple(torch.empty(o.declared_shape, dtype=torch.float64) for o in checked.outputs)
+    ambiguities: list[str] = []
+    for start in range(0, scales[0].shape[0], chunk):
+        samples = slice(start, start + chunk)
+        part_inputs = [
+            value[samples] if tensor.name in sliced else value
+            for tensor, value in zip(checked.inputs, inputs, strict=True)
+        ]
+        bounded, noted = evaluate_bounds(part_kernel, part_inputs, params)
+        ambiguities += [a for a in noted if a not in ambiguities]
+        for output, golden, own, scale in zip(
+            checked.outputs, expected, bounded, scales, strict=True
+        ):
+            agree(output, golden[samples], own, start)
+            scale[samples] = own.scale
+    return scales, ambiguities
+
+
+def _sample_parts(
+    checked: ir.Kernel, launches: ir.Launches | None
+) -> tuple[ir.Kernel, frozenset[str], int] | None:
+    """The checked kernel on one launch's samples, the inputs it slices and the samples per
+    part, when the kernel launches by samples (and the checked kernel splits the same way)."""
+    if launches is None:
+        return None
+    sliced = tuple(t.name for t in checked.inputs if t.name in launches.sliced)
+    part = samples_part(checked, sliced, launches.chunk)
+    return None if part is None else (part, frozenset(sliced), launches.chunk)
 
 
 def spec_case(compiled: Compiled, seed: int) -> Case:
@@ -390,15 +446,16 @@ def spec_case(compiled: Compiled, seed: int) -> Case:
     init_kwargs = {p.name: p.default for p in checked.init_params}
     forward_scalars = [p.default for p in checked.forward_params]
     expected = evaluate_reference(compiled, inputs, init_kwargs, forward_scalars)
-    bounded, ambiguities = _bounds(checked, inputs, init_kwargs, forward_scalars)
-    for output, reference, own in zip(checked.outputs, expected, bounded, strict=True):
+
+    def agree(output: ir.Output, reference: torch.Tensor, own: Bounded, _: int) -> None:
         # Two evaluations of the same spec, by different code: they must agree to rounding.
         gap = (reference - own.value).abs() - 1e-9 * (1.0 + own.scale)
         if reference.shape != own.value.shape or bool((gap > 0).any()):
             raise RuntimeError(
                 f"the reference and the error-bound evaluation of {output.name} differ"
             )
-    scales = tuple(b.scale for b in bounded)
+
+    scales, ambiguities = _scales(compiled, inputs, init_kwargs, forward_scalars, expected, agree)
     return Case(inputs, init_kwargs, forward_scalars, expected, scales, tuple(ambiguities))
 
 
@@ -461,18 +518,19 @@ def problem_case(
                 f"{where}: output `{output.name}`: the problem's Model returns "
                 f"{list(value.shape)}, the spec declares {list(output.declared_shape)}"
             )
-    bounded, ambiguities = _bounds(checked, inputs, init_kwargs, scalars)
-    for output, value, own in zip(checked.outputs, expected, bounded, strict=True):
-        _expect_same_meaning(output, value, own, where)
-    scales = tuple(b.scale for b in bounded)
+    agree = functools.partial(_expect_same_meaning, where=where)
+    scales, ambiguities = _scales(compiled, inputs, init_kwargs, scalars, expected, agree)
     return Case(
         inputs, init_kwargs, scalars, expected, scales, tuple(ambiguities), tuple(run.scaled)
     )
 
 
-def _expect_same_meaning(output: ir.Output, golden: torch.Tensor, own, where: str) -> None:
-    """The spec's own float64 value must be within the kernel's bound of the problem's:
-    otherwise no kernel of this spec could pass, and the spec is what to fix."""
+def _expect_same_meaning(
+    output: ir.Output, golden: torch.Tensor, own: Bounded, first: int, where: str
+) -> None:
+    """The spec's own float64 value must be within the kernel's bound of the problem's
+    (`golden`, from sample `first` on): otherwise no kernel of this spec could pass, and
+    the spec is what to fix."""
     dtype = output.type.dtype
     for start, (theirs, ours, scale) in flat_chunks(golden, own.value, own.scale):
         bound = element_bound(scale, dtype)
@@ -481,6 +539,8 @@ def _expect_same_meaning(output: ir.Output, golden: torch.Tensor, own, where: st
             continue
         worst = int(torch.argmax(error / bound))
         index = list(_index(start + worst, tuple(golden.shape)))
+        if first:  # a part of the samples (a scalar output is never one)
+            index[0] += first
         raise ProblemError(
             f"{where}: output `{output.name}`: the spec computes something else than the "
             f"problem's Model: at {index} the spec gives {float(ours[worst]):.6g}, the Model "
@@ -647,9 +707,7 @@ def _goldens(case: Case, compiled: Compiled) -> list[torch.Tensor]:
         cuts = {cut.axis: slice(0, cut.chunk) for cut in kernel.launch_cuts(o)}
         return tuple(cuts.get(axis, slice(None)) for axis in range(max(cuts, default=-1) + 1))
 
-    expected = tuple(
-        e[first_launch(o)] for e, o in zip(case.expected, kernel.outputs, strict=True)
-    )
+    expected = tuple(e[first_launch(o)] for e, o in zip(case.expected, kernel.outputs, strict=True))
     return [
         e.reshape(o.kernel_shape).to(TORCH_DTYPES[o.type.dtype])
         for e, o in zip(expected, kernel.outputs, strict=True)

@@ -432,6 +432,15 @@ def _launches(canvas: Canvas, kernel: ir.Kernel, y: float) -> float:
                 f"along axis 1 of the outputs, {parts}",
             )
         )
+    rows = launches.rows
+    if rows is not None:
+        bars.append(
+            (
+                rows.count,
+                f"each of them {_launch_count(rows.count)} × {rows.chunk} rows along axis 2 of "
+                "the outputs, every channel, reading the whole sample",
+            )
+        )
     for count, caption in bars:
         canvas.text(MARGIN, y + 19, caption)
         _strip(canvas, Box(MARGIN, y + 26, LAUNCH_BAR, 14), False, (count, 1, 0), LAUNCH_STYLE)

@@ -116,6 +116,13 @@ def _launches(launches: ir.Launches | None) -> dict | None:
             "chunk": channels.chunk,
             "inputs": [{"name": c.name, "axis": c.axis, "chunk": c.chunk} for c in channels.inputs],
         },
+        "rows": None
+        if launches.rows is None
+        else {
+            "count": launches.rows.count,
+            "chunk": launches.rows.chunk,
+            "variable": launches.rows.variable,
+        },
     }
 
 

@@ -121,7 +121,9 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
             f"problem {path}: its process {describe_exit(returncode)} before it gave "
             f"its Model's output{tail}"
         )
-    result = torch.load(result_file, weights_only=True)
+    # mapped, not read: the golden of a large output (#66's float64 7.2 GB) stays in the
+    # page cache, which the kernel may evict, after its folder is removed
+    result = torch.load(result_file, weights_only=True, mmap=True)
     return ProblemRun(
         init_values=result["init_values"],
         inputs=result["inputs"],

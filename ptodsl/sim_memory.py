@@ -102,11 +102,13 @@ def verification_bytes(kernel: ir.Kernel) -> float:
     return estimate
 
 
-# A row launch's convolution stacks every tap's view of the whole input, per row: #68 (32
-# channels, 75 taps, 68 x 68 outputs per row; 44 MiB stacked per row) peaked at >= 3.8 GB
-# in 8 rows and >= 11.4 GB in 22, where the copies above say 1.1 and 3.0. Counted for row
-# launches only: the same term would say #72's measured 19.7 GB launches (estimated 7.2)
-# need more launches than the plan that passed at full shape, not re-run since.
+# A row launch's convolution stacks every tap's view of the input per row: one sample of
+# #68 (32 channels, 75 taps, 68 x 68 outputs per row: 44 MiB stacked per row) in one launch
+# of 8 rows peaked at >= 3.8 GB, of 22 rows at >= 11.4 GB (sampled every 10 s), where the
+# copies above say 1.1 and 3.3 GiB. With this term #68's launches of 11 rows are estimated
+# at 7.4 GiB; they peak at 7.3 GB. Counted for row launches only: the same term would say
+# #72's launches (measured 19.7 GB, estimated 7.2) need more launches than the plan that
+# passed at full shape, which has not been re-run since.
 STACK_COPIES = 4
 
 
@@ -137,6 +139,23 @@ def worker_per_launch(kernel: ir.Kernel) -> bool:
 # element; each input and its float64 copy.
 REFERENCE_BYTES_PER_OUTPUT_ELEMENT = 32
 REFERENCE_BYTES_PER_INPUT_ELEMENT = 16
+# A convolution's error scale is four float64 convolutions: #68 evaluated whole peaked at
+# 20.7 GB, 58 bytes per output element beside its inputs.
+CONV_REFERENCE_BYTES_PER_OUTPUT_ELEMENT = 64
+# Evaluated a launch's samples at a time (`checking._scales`), the float64 golden and error
+# scale stay whole; the evaluation's temporaries are one launch's.
+KEPT_BYTES_PER_OUTPUT_ELEMENT = 16
+
+
+def _unfolded_bytes(conv: ir.Op) -> int:
+    """torch's float64 convolution on the CPU unfolds one sample's input into a matrix of
+    every tap's view, [C_in/groups * taps, outputs] (a transposed one's [C_out/groups * taps,
+    inputs]): #68's is 10.1 GB, and its golden side peaked at 16.1 GB with 6 GB beside it."""
+    geometry = ir.ConvGeometry.of(conv)
+    taps = len(geometry.taps)
+    if geometry.transposed:
+        return geometry.group_out * taps * math.prod(geometry.spatial) * 8
+    return geometry.group_in * taps * math.prod(geometry.out) * 8
 
 
 def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
@@ -144,11 +163,17 @@ def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
     larger of computing the golden and simulating one launch beside the whole outputs."""
     outputs = sum(o.type.size for o in checked.outputs)
     inputs = sum(i.type.size for i in checked.inputs)
-    reference = (
-        BASE_BYTES
-        + REFERENCE_BYTES_PER_OUTPUT_ELEMENT * outputs
-        + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
+    per_output = (
+        CONV_REFERENCE_BYTES_PER_OUTPUT_ELEMENT
+        if ir.convolutions(checked)
+        else REFERENCE_BYTES_PER_OUTPUT_ELEMENT
     )
+    parts = 1 if kernel.launches is None else kernel.launches.count
+    golden = per_output * outputs
+    if parts > 1:
+        golden = KEPT_BYTES_PER_OUTPUT_ELEMENT * outputs + per_output * outputs / parts
+    golden += max(map(_unfolded_bytes, ir.convolutions(checked)), default=0)
+    reference = BASE_BYTES + golden + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
     # The worker's whole outputs and their copy on the way back; the caller's inputs.
     simulation = verification_bytes(kernel) + 8 * outputs + 4 * inputs
     return max(reference, simulation)

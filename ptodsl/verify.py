@@ -166,6 +166,10 @@ class _Verifier:
                 self.fail("output rows are cut only in launches of one sample's every channel")
             if launched_rows != {rows.chunk} or len(self.kernel.body) != 1:
                 self.fail(f"row launches of {rows.chunk} rows, but convolutions of {launched_rows}")
+            else:
+                whole = ir.ConvGeometry.of(self.kernel.body[0].value).whole_rows
+                if rows.extent != whole:
+                    self.fail(f"row launches cover {rows.extent} of the output's {whole} rows")
             if rows.variable in self.kernel.spec_names:
                 self.fail(f"row launches' variable `{rows.variable}` is a name of the spec")
         elif launched_rows:

@@ -29,8 +29,9 @@ def test_the_estimate_grows_with_the_outputs_and_with_windows():
     small = needed(RELU_SPEC, {"batch_size": 1})
     assert needed(RELU_SPEC) - small == pytest.approx(15 * (small - sim_memory.BASE_BYTES))
     pool = ROOT / "examples" / "kernelbench" / "43_max_pool_3d.pto"
-    # a 16384 x 16384 float64 golden alone is 2 GiB; a window kernel keeps every tap
-    assert needed(ROOT / "examples" / "kernelbench" / "7_matmul_small_k.pto") > 8 * 2**30
+    # a 16384 x 16384 float64 golden and its error scale alone are 4 GiB (its error scale is
+    # evaluated a launch's rows at a time, beside them); a window kernel keeps every tap
+    assert needed(ROOT / "examples" / "kernelbench" / "7_matmul_small_k.pto") > 7 * 2**30
     assert needed(pool) > 8 * 2**30
 
 

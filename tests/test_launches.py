@@ -11,12 +11,16 @@ import functools
 
 import attrs
 import pytest
+import torch
 from conftest import CI_DIMS, ROOT
 
 import ptodsl
 from ptodsl import sim_memory
-from ptodsl.checking import launches_in_flight, run_check
-from ptodsl.passes.launches import _shrunk
+from ptodsl.checking import launches_in_flight, problem_case, run_check, spec_case
+from ptodsl.error_bounds import evaluate_bounds
+from ptodsl.passes import launches as launches_pass
+from ptodsl.passes.launches import _rows_cut, _shrunk
+from ptodsl.problems import ProblemError
 from ptodsl.simulator import SimulationError, run_model
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning import probe_cost
@@ -305,6 +309,137 @@ def test_a_wrong_launch_loop_fails_check(tmp_path, case):
     assert report.outputs[0].mismatched > 0
 
 
+# Row launches: a sample too big even in launches of one output channel (#68) runs in
+# launches of consecutive output rows, each of every channel, reading the whole sample.
+ONE_CHANNEL = CONV.replace("C_out = 8", "C_out = 1")
+# spaced by a staging launch per sample; 15 output rows
+TRANSPOSED_ONE_CHANNEL = (
+    TRANSPOSED.replace("C_out = 8", "C_out = 1")
+    .replace("H = 6", "H = 7")
+    .replace("H_out = 13", "H_out = 15")
+)
+TRANSPOSED_3D = """kernel convt3
+dims N = 2, C_in = 3, D = 4, H = 5, W = 6, C_out = 4, D_out = 6, H_out = 7, W_out = 8
+input x: f32[N, C_in, D, H, W]
+weight conv_t: conv_transpose3d(C_in, C_out, 3, bias=false)
+output y: f32[N, C_out, D_out, H_out, W_out]
+y = conv_t(x)
+"""
+
+
+def row_launched(text: str = ONE_CHANNEL, rows: int = 5) -> ptodsl.Compiled:
+    """`text` with a budget that launches of `rows` output rows of one sample just fit."""
+    whole = ptodsl.compile(text, name="case.pto", tuning=None).lowered.after("twin_operands")
+    per_sample = _shrunk(whole, (whole.inputs[0].name,), 1)
+    budget = sim_memory.verification_bytes(_rows_cut(per_sample, rows, "first_row"))
+    target = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget)
+    return ptodsl.compile(text, name="case.pto", target=target, tuning=None)
+
+
+@pytest.fixture
+def no_channel_launches(monkeypatch):
+    """Channel launches that never fit: a convolution of several output channels then runs
+    in row launches, as #68's does at full shape."""
+    monkeypatch.setattr(launches_pass, "_split_channels", lambda block, fits, memory: block)
+
+
+@pytest.mark.parametrize(
+    ("text", "rows", "launch_count", "lines"),
+    [
+        (
+            ONE_CHANNEL,
+            2,
+            2 * 5,
+            [
+                "def _make_conv_kernel(first_row):",
+                "_rows_y = torch.empty((5, 1, 1, 2, 10), dtype=torch.float32",
+                "for row in range(0, 10, 2):",
+                "_rows_y[row // 2].reshape(1, 1, 2, 10),",
+                "_sample_y = _settled(_rows_y).permute(1, 2, 0, 3, 4)",
+                "y[start : start + 1] = _sample_y.reshape(1, 1, 10, 10)",
+            ],
+        ),
+        (
+            TRANSPOSED_ONE_CHANNEL,
+            3,
+            2 * 5 + 2,  # a staging launch per sample, before its row launches
+            ["for row in range(0, 15, 3):", "(row,),"],
+        ),
+    ],
+    ids=["conv", "transposed"],
+)
+def test_a_convolution_too_big_per_output_channel_launches_by_output_rows(
+    text, rows, launch_count, lines
+):
+    spec = row_launched(text, rows)
+    launches = spec.kernel.launches
+    assert launches.count == 2 and launches.channels is None
+    extent = spec.kernel.outputs[0].declared_shape[2] * launches.rows.count
+    assert launches.rows == ptodsl.ir.RowLaunches(count=extent // rows, chunk=rows)
+    assert spec.kernel.launch_count == launch_count
+    assert f"each {launches.rows.count} of {rows} output rows" in spec.kernel.decisions[-1]
+    assert spec.plan["kernels"][0]["launches"]["rows"] == {
+        "count": launches.rows.count,
+        "chunk": rows,
+        "variable": "first_row",
+    }
+    for line in lines:
+        assert line in spec.source
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+def test_a_convolution_down_to_one_channel_per_launch_launches_by_output_rows():
+    """The multiply-add cap leaves launches of one output channel each (#66's 1024): each an
+    M = 1 matmul over the whole sample's stacked taps. Row launches of every channel fit the
+    memory budget, and take their place (cut for memory only)."""
+    one_channel_of_macs = 100 * 27  # a channel's 10 x 10 outputs of 3 channels x 9 taps
+    target = attrs.evolve(PYPTO_0_2_0, max_conv_macs_per_launch=one_channel_of_macs)
+    spec = ptodsl.compile(CONV, name="case.pto", target=target, tuning=None)
+    launches = spec.kernel.launches
+    assert launches.channels is None
+    assert launches.rows == ptodsl.ir.RowLaunches(count=2, chunk=5)
+    assert "(row launches are cut for memory only)" in spec.kernel.decisions[-1]
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+@pytest.mark.parametrize("text", [CONV, TRANSPOSED_3D], ids=["conv", "transposed_3d"])
+def test_row_launches_of_several_channels_pass_check(no_channel_launches, text):
+    """Every channel's rows in one launch, joined per sample into the output's channels (a
+    3-D convolution's kernel sees the batch and channels as one axis)."""
+    spec = row_launched(text, 2)
+    assert spec.kernel.launches.rows.chunk == 2
+    report = run_check(spec)
+    assert report.ok, ptodsl.checking.format_report(report)
+
+
+# Each is a `forward` or kernel a row launch could wrongly get: (old, new, replace every).
+WRONG_ROW_LAUNCHES = {
+    "every launch views the first rows": ("offset + first_row", "offset", True),
+    "every launch's kernel built for row 0": ("(row,),", "(0,),", False),
+    "every launch one row further": ("(row,),", "(row + 1,),", False),
+    "every launch writes the first launch's rows": ("_rows_y[row // 2]", "_rows_y[0]", False),
+    "the last launch left out": ("range(0, 10, 2)", "range(0, 8, 2)", False),
+    "the launches' rows joined channel-major": (
+        ".permute(1, 2, 0, 3, 4)",
+        ".permute(1, 0, 2, 3, 4)",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_ROW_LAUNCHES))
+def test_a_wrong_row_launch_fails_check(tmp_path, no_channel_launches, case):
+    old, new, every = WRONG_ROW_LAUNCHES[case]
+    spec = row_launched(CONV, 2)
+    assert spec.source.count(old) >= 1 if every else spec.source.count(old) == 1
+    path = tmp_path / "wrong.py"
+    path.write_text(spec.source.replace(old, new), encoding="utf-8")
+    report = run_check(spec, kernel_path=path)
+    assert not report.ok
+
+
 @pytest.fixture
 def worker_per_launch(monkeypatch):
     """`check` runs each launch in a worker of its own, as it does when all launches in one
@@ -389,3 +524,48 @@ def test_the_model_worker_hears_how_many_launches_may_run_at_once(tmp_path):
     assert env["PTODSL_LAUNCHES_IN_FLIGHT"] == "2"
     assert env["PTODSL_LAUNCH_TIMEOUT"] == "1.5"
     assert env["PTODSL_SIM"] == "interpret"
+
+
+def test_row_launches_in_flight_join_each_samples_rows_once_written(tmp_path, worker_per_launch):
+    """Two row launches at a time: `forward` joins a sample's rows only after the launches
+    that write them have ended (`_settled`); joined before, they are stale."""
+    spec = row_launched(TRANSPOSED_ONE_CHANNEL, 3)
+    assert spec.kernel.launch_count == 12
+    report = run_check(spec, passes="graph", launch_jobs=2)
+    assert report.ok, ptodsl.checking.format_report(report)
+    path = tmp_path / "unsettled.py"
+    path.write_text(spec.source.replace("_settled(_rows_y)", "_rows_y"), encoding="utf-8")
+    report = run_check(spec, kernel_path=path, passes="graph", launch_jobs=2)
+    assert worker_per_launch == [(12, 2), (12, 2)]
+    assert not report.ok
+    assert report.outputs[0].mismatched > 0
+
+
+def test_a_launched_kernels_error_scales_are_evaluated_a_launch_at_a_time():
+    """The spec's own float64 evaluation runs on one launch's samples at a time (a
+    convolution's, whole, held 20.7 GB at #68's full shape): the scales are those of the
+    whole evaluation."""
+    spec = compiled(TALL)
+    assert spec.kernel.launches.count == 4
+    case = spec_case(spec, seed=0)
+    whole, _ = evaluate_bounds(spec.lowered.checked, case.inputs, {})
+    assert torch.equal(case.scales[0], whole[0].scale)
+
+
+def test_a_problem_differing_in_the_last_launchs_samples_is_rejected_there(tmp_path):
+    problem = tmp_path / "tall.py"
+    problem.write_text(
+        "import torch\n\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, A, B):\n"
+        "        C = A @ B\n"
+        "        C[-1, -1] += 1.0\n"
+        "        return C\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(256, 16), torch.randn(16, 256)]\n\n\n"
+        "def get_init_inputs():\n"
+        "    return []\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ProblemError, match=r"computes something else .* at \[255, 255\]"):
+        problem_case(compiled(TALL), problem, seed=0)

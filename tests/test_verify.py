@@ -374,3 +374,53 @@ def test_the_verifier_catches_a_broken_staging_launch():
     # a buffer named as a kernel tensor, a launch for a phase that stages nothing
     conv.broken(staged(buffer="w"), "writes `w`, a name the kernel already has")
     conv.broken(staged(phase=1), "stages an input for phase 1, which does not read one")
+
+
+ONE_CHANNEL_CONV = Source(
+    "kernel c\ninput x: f32[2, 3, 12, 12]\nweight w: f32[1, 3, 3, 3] = randn\n"
+    "output y: f32[2, 1, 10, 10]\ny = conv(x, w)\n",
+    "c.pto",
+)
+
+
+def test_the_verifier_catches_broken_row_launches():
+    """A sample too big for one launch even of one output channel: 5 launches of 2 rows
+    each (a budget just big enough for them)."""
+    from ptodsl import sim_memory
+    from ptodsl.passes.launches import _rows_cut, _shrunk
+
+    whole = lower(ONE_CHANNEL_CONV, until="twin_operands").kernel
+    per_launch = _rows_cut(_shrunk(whole, ("x",), 1), 2, "first_row")
+    budget = sim_memory.verification_bytes(per_launch)
+    conv = Materialised(ONE_CHANNEL_CONV, attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget))
+    launches = conv.kernel.launches
+    assert launches.rows == ir.RowLaunches(5, 2)
+    # a launch past the output's rows: its views read past the sample
+    beyond = attrs.evolve(launches, rows=attrs.evolve(launches.rows, count=6))
+    conv.broken(attrs.evolve(conv.kernel, launches=beyond), "cover 12 of the output's 10 rows")
+
+    # a tap's view one row further: within the sample for every launch but the last
+    def further(instruction):
+        if isinstance(instruction, ir.View) and isinstance(instruction.offsets[2], ir.Affine):
+            row = instruction.offsets[2]
+            at = (*instruction.offsets[:2], attrs.evolve(row, constant=row.constant + 1))
+            return attrs.evolve(instruction, offsets=(*at, *instruction.offsets[3:]))
+        return instruction
+
+    conv.broken(conv.with_code(0, rewritten(conv.code(0), further)), "at .* exceeds")
+    short = attrs.evolve(launches, rows=attrs.evolve(launches.rows, count=4))
+    conv.broken(attrs.evolve(conv.kernel, launches=short), "cover 8 of the output's 10 rows")
+    # rows launched without their convolution computing a launch's rows, and the reverse
+    (store,) = conv.kernel.body
+    whole_rows = attrs.evolve(store.value, attrs=attrs.evolve(store.value.attrs, rows=0))
+    conv.broken(
+        attrs.evolve(conv.kernel, body=(attrs.evolve(store, value=whole_rows),)), "row launches"
+    )
+    conv.broken(
+        attrs.evolve(conv.kernel, launches=attrs.evolve(launches, rows=None)),
+        "without row launches",
+    )
+    # channels and rows both cut
+    channels = ir.ChannelLaunches(1, 1, ())
+    both = attrs.evolve(launches, channels=channels)
+    conv.broken(attrs.evolve(conv.kernel, launches=both), "output rows are cut only")
