@@ -21,6 +21,7 @@ import torch
 
 from ptodsl import ir, modules, ops, sim_memory
 from ptodsl.api import Compiled
+from ptodsl.convolutions import SampleBySample
 from ptodsl.diagnostics import Source
 from ptodsl.error_bounds import (
     BOUND_RULE,
@@ -396,7 +397,8 @@ def _scales(
     params.update(zip((p.name for p in checked.forward_params), forward_scalars, strict=True))
     parts = _sample_parts(checked, compiled.kernel.launches)
     if parts is None:
-        bounded, ambiguities = evaluate_bounds(checked, inputs, params)
+        with SampleBySample():
+            bounded, ambiguities = evaluate_bounds(checked, inputs, params)
         for output, golden, own in zip(checked.outputs, expected, bounded, strict=True):
             agree(output, golden, own, 0)
         return tuple(b.scale for b in bounded), ambiguities
@@ -468,7 +470,7 @@ def evaluate_reference(
     """The spec's torch reference in float64 (fixed params are constants inside it)."""
     fixed = {p.name for p in compiled.lowered.checked.params if p.fixed}
     kwargs = {name: value for name, value in init_kwargs.items() if name not in fixed}
-    with torch.no_grad():
+    with torch.no_grad(), SampleBySample():
         expected = compiled.reference.reference(
             *(t.to(torch.float64) for t in inputs), *forward_scalars, **kwargs
         )

@@ -114,3 +114,38 @@ def test_launch_counts_are_every_divisor_in_order(n):
         assert found == [1, n]
     if n == 2**31 - 2:  # 2 * 3**2 * 7 * 11 * 31 * 151 * 331
         assert len(found) == 2 * 3 * 2**5
+
+
+@pytest.mark.parametrize(
+    "convolve",
+    [
+        lambda x: torch.nn.functional.conv1d(x[..., 0, 0], torch.ones(4, 3, 3, dtype=x.dtype)),
+        lambda x: torch.nn.functional.conv3d(x, torch.ones(6, 1, 3, 3, 3, dtype=x.dtype), groups=3),
+        lambda x: torch.nn.functional.conv_transpose3d(
+            x, torch.ones(3, 2, 2, 3, 1, dtype=x.dtype), stride=(2, 1, 3), padding=1
+        ),
+    ],
+    ids=["conv1d", "grouped_conv3d", "conv_transpose3d"],
+)
+def test_float64_convolutions_one_sample_at_a_time_compute_the_same_values(convolve):
+    """torch's float64 CPU convolution unfolds the whole batch at once (#66's problem asked
+    for 35.6 GB): the goldens run it one sample at a time, with the same values."""
+    from ptodsl.convolutions import SampleBySample
+
+    x = torch.randn(3, 3, 5, 6, 7, generator=torch.Generator().manual_seed(0))
+    x = x.to(torch.float64)
+    calls = []
+
+    class Counting(SampleBySample):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.convolution.default:
+                calls.append(args[0].shape[0])
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    with Counting():
+        per_sample = convolve(x)
+    assert torch.equal(per_sample, convolve(x))
+    assert calls == [3]  # the batch's call, which ran each sample below the mode
+    with Counting():
+        convolve(x.to(torch.float32))  # float32 has a faster path: left alone
+    assert calls == [3, 3]
