@@ -383,7 +383,7 @@ def _model(kernel: ir.Kernel) -> list[str]:
     factory_args = [
         f"float({p.name})" if p.forward else f"self.{p.name}" for p in kernel.kernel_params
     ]
-    if kernel.launches is not None and kernel.launches.rows is not None:
+    if _row_launches(kernel):
         factory_args.append(ir.ROW_VARIABLE)
     factory = [factory_name(kernel), _tuple_text(factory_args), str(len(kernel.outputs))]
     device = arguments[0].name + ".device" if arguments else '"cpu"'

@@ -5,25 +5,40 @@ view of the input into one matrix, for the whole batch at once in a forward 3-D
 convolution: #66's problem (16 samples, 315 taps by 0.9 M outputs each) asked for 35.6 GB.
 A convolution's samples are independent by definition, so running it one sample at a time,
 each written into its place in the result, computes the same values with one sample's
-unfolded matrix. It is done at the level of torch's `convolution` op, whatever module or
-function called it, so it holds for a problem's own Model as for ptodsl's reference.
+unfolded matrix. It is done for torch's convolution functions, whatever module called them,
+so it holds for a problem's own Model as for ptodsl's reference. (A `TorchDispatchMode`
+would see the op itself, but using one makes torch create a `torchinductor_<user>` folder
+in the temporary directory, which `check` must not leave behind.)
 """
 
 from __future__ import annotations
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
+
+CONVOLUTIONS = frozenset(
+    {
+        torch.conv1d,
+        torch.conv2d,
+        torch.conv3d,
+        torch.conv_transpose1d,
+        torch.conv_transpose2d,
+        torch.conv_transpose3d,
+        torch.convolution,
+    }
+)
 
 
-class SampleBySample(TorchDispatchMode):
+class SampleBySample(TorchFunctionMode):
     """Within it, every float64 convolution of a batch of several samples runs one sample at
     a time."""
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        x = args[0] if args else None
+        x = args[0] if args else kwargs.get("input")
         if (
-            func is not torch.ops.aten.convolution.default
+            func not in CONVOLUTIONS
+            or not args
             or not isinstance(x, torch.Tensor)
             or x.dtype != torch.float64
             or x.dim() < 3

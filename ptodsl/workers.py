@@ -9,6 +9,7 @@ pypto once for all of them.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import math
@@ -150,6 +151,18 @@ class Zygote:
     def alive(self) -> bool:
         return self._alive
 
+    def close(self) -> None:
+        """Ends the zygote as this process's end would, its stdin closed, and waits for it:
+        it kills its workers and removes its folder before it exits, so that nothing of it
+        outlives this process (a check stopped by SIGTERM left its folder, the zygote still
+        removing it)."""
+        with contextlib.suppress(OSError):
+            self._process.stdin.close()
+        try:
+            self._process.wait(ZYGOTE_EXIT_S)
+        except subprocess.TimeoutExpired:
+            kill_session(self._process.pid)
+
     def fork(
         self, module: str, argv: list[str], cwd: Path, env: Mapping[str, str], log: Path
     ) -> Forked:
@@ -225,8 +238,16 @@ def _forget_zygote() -> None:
     _ZYGOTE = None
 
 
+def _close_zygote() -> None:
+    if _ZYGOTE is not None:
+        _ZYGOTE.close()
+
+
 # A forked copy of this process (a fanout or test runner's child) starts its own.
 os.register_at_fork(after_in_child=_forget_zygote)
+atexit.register(_close_zygote)
+# How long this process's exit waits for its zygote to end its workers and remove its folder.
+ZYGOTE_EXIT_S = 10.0
 
 
 def exit_with_parent() -> None:

@@ -77,6 +77,7 @@ def test_a_split_kernel_is_one_launch_and_forward_loops():
         "chunk": 64,
         "sliced": ["A"],
         "channels": None,
+        "rows": None,
     }
     assert any(d.startswith("launches: 4 of 64") for d in spec.kernel.decisions)
     assert "for start in range(0, 256, 64):" in spec.source
