@@ -260,18 +260,12 @@ def _split_rows(sample: ir.Kernel, fits_memory, cut: ir.Kernel) -> ir.Kernel:
         return cut
     (geometry,) = convolutions
     extent = geometry.out[0]
-    variable = _free_name(sample, "first_row")
+    variable = sample.free_name("first_row")
     for count in _divisors(extent)[1:]:
         block = _rows_cut(sample, extent // count, variable)
         if fits_memory(block):
             return block
     return cut if fits_memory(cut) else block
-
-
-def _free_name(kernel: ir.Kernel, name: str) -> str:
-    """`name`, or `name2`, `name3`, ... where the spec uses it."""
-    taken = kernel.spec_names
-    return next(n for n in (name, *(f"{name}{k}" for k in range(2, 100))) if n not in taken)
 
 
 def _rows_cut(sample: ir.Kernel, chunk: int, variable: str) -> ir.Kernel:

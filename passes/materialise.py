@@ -23,7 +23,6 @@ output (under a vector tile for the accumulation).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 
@@ -129,16 +128,8 @@ class _LoopVariables:
 
 
 def _loop_variables(kernel: ir.Kernel, index: str = "i", offset: str = "offset") -> _LoopVariables:
-    """`i` and `offset`, or `i2`, `offset2`, ... where the spec uses those names (einsum-style
-    dims `i`, `j`, `k` are welcome in a spec)."""
-
-    taken = kernel.spec_names
-
-    def free(name: str) -> str:
-        numbered = (f"{name}{n}" for n in itertools.count(2))
-        return next(c for c in itertools.chain((name,), numbered) if c not in taken)
-
-    return _LoopVariables(free(index), free(offset))
+    """`i` and `offset`, or `i2`, `offset2`, ... where the spec uses those names."""
+    return _LoopVariables(kernel.free_name(index), kernel.free_name(offset))
 
 
 @attrs.frozen

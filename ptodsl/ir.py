@@ -975,6 +975,12 @@ class Kernel:
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
     tuning: Tuning | None = None  # plan choices other than the defaults (`ptodsl tune`'s)
 
+    def free_name(self, name: str) -> str:
+        """`name`, or `name2`, `name3`, ... where the spec uses it (einsum-style dims `i`,
+        `j`, `k` are welcome in a spec)."""
+        numbered = (f"{name}{n}" for n in itertools.count(2))
+        return next(c for c in itertools.chain((name,), numbered) if c not in self.spec_names)
+
     @property
     def launch_count(self) -> int:
         """The launches `forward` makes: the kernel's, and its staging launches (one per
