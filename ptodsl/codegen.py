@@ -1,29 +1,18 @@
 """Emits the PyPTO 0.2.0 module for a lowered kernel: a cached kernel factory per kernel,
 with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`. The
-kernel body prints the program `materialise` made (every view, temporary, offset and
-accumulation is decided there); expressions print through `ptodsl.pyexpr`."""
+module is built as a Python syntax tree and printed by `ptodsl.pytree`; the kernel body
+prints the program `materialise` made (every view, temporary, offset and accumulation is
+decided there), expressions through `ptodsl.pyexpr`, and `forward` the launches the
+`launches` pass planned. Nothing here decides a plan."""
 
 from __future__ import annotations
 
-import re
+import ast
 
-import attrs
-
-from ptodsl import __version__, ir, ops
-from ptodsl.modules import creation_lines
-from ptodsl.pyexpr import (
-    CODE_WIDTH,
-    SCALAR_SPELLING,
-    PythonEmitter,
-    docstring_filename,
-    emit_assignment,
-    emit_call,
-    emit_def,
-    paragraph,
-    uses_math,
-)
-
-PYPTO_SPELLING = ops.spellings("pypto")
+from ptodsl import __version__, ir, ops, pytree
+from ptodsl.modules import creation_statements
+from ptodsl.pyexpr import PythonEmitter, spec_filename, uses_math
+from ptodsl.pytree import Blank, Comment, Verbatim, assign, call, method, name, value
 
 _HELPERS = '''
 def _expect(name, tensor, shape, dtype):
@@ -66,7 +55,6 @@ def _launch(make_kernel, arguments, outputs, *tensors):
 '''
 
 _SETTLED = '''
-
 def _settled(tensor):
     """`tensor` once the launches that write it have ended: ptodsl's interpreter may run
     launches side by side (on an NPU, the stream orders them)."""
@@ -77,25 +65,11 @@ def _settled(tensor):
 '''
 
 _EXPECT_ARGUMENT = '''
-
 def _expect_argument(name, given, built_for):
     """A construction argument must be the value this kernel is built for."""
     if given != built_for:
         raise ValueError(f"{name}: this kernel is built for {built_for!r}, not {given!r}")
 '''
-
-
-def _shape_text(factors: tuple[tuple[ir.DimFactor, ...], ...]) -> str:
-    axes = [" * ".join(str(f) for f in axis) or "1" for axis in factors]
-    return "(" + ", ".join(axes) + ("," if len(axes) == 1 else "") + ")"
-
-
-def _tuple_text(values: tuple[int | str, ...] | list[str]) -> str:
-    return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
-
-
-def _arguments_text(values: tuple[int, ...]) -> str:
-    return "(" + ", ".join(map(str, values)) + ")"
 
 
 def factory_name(kernel: ir.Kernel) -> str:
@@ -114,141 +88,133 @@ def factory_arguments(kernel: ir.Kernel) -> list[str]:
     return [p.name for p in kernel.kernel_params] + ([rows.variable] if rows else [])
 
 
-def _kernel_lines(kernel: ir.Kernel) -> list[str]:
-    assert kernel.program is not None, "the materialise pass runs first"
-    printer = _Printer()
-    lines = []
-    for code in kernel.program.phases:
-        lines += printer.lines(code.instructions, " " * 8)
-    return lines
+def _index(index: ir.Index) -> ast.expr:
+    """A view's offset: a constant, a loop variable, or `variable * scale + shift + c`."""
+    if isinstance(index, int):
+        return value(index)
+    if isinstance(index, str):
+        return name(index)
+    node = name(index.variable)
+    if index.scale != 1:
+        node = ast.BinOp(node, ast.Mult(), value(index.scale))
+    if index.shift is not None:
+        node = ast.BinOp(node, ast.Add(), name(index.shift))
+    if index.constant:
+        node = ast.BinOp(node, ast.Add(), value(index.constant))
+    return node
+
+
+def _indexes(offsets: tuple[ir.Index, ...]) -> ast.expr:
+    return ast.List([_index(offset) for offset in offsets], ast.Load())
+
+
+def _output_slots(output: str) -> ast.expr:
+    """`output[:]`: a kernel writes its outputs in place."""
+    return pytree.subscript(output, pytree.whole())
 
 
 class _Printer:
-    """Prints materialised instructions as PyPTO calls; expressions through the emitter."""
+    """Materialised instructions as PyPTO statements; expressions through the emitter."""
 
     def __init__(self) -> None:
-        self.emitter = PythonEmitter(PYPTO_SPELLING, SCALAR_SPELLING, lambda ref: ref.name)
+        self.emitter = PythonEmitter("pypto")
 
-    def lines(self, instructions: tuple[ir.Instruction, ...], indent: str) -> list[str]:
-        return [line for instruction in instructions for line in self.one(instruction, indent)]
+    def block(self, instructions: tuple[ir.Instruction, ...]) -> list[ast.stmt]:
+        return [stmt for instruction in instructions for stmt in self.one(instruction)]
 
-    def one(self, instruction: ir.Instruction, indent: str) -> list[str]:
+    def one(self, instruction: ir.Instruction) -> list[ast.stmt]:
         match instruction:
             case ir.BlockLoop():
-                return self.loop(instruction, indent)
-            case ir.View(name, source, tensor, offsets):
-                arguments = [source, str(list(tensor.shape)), ir.format_indexes(offsets)]
-                return emit_call(f"{name} = pypto.view", arguments, indent, width=100)
+                return self.loop(instruction)
+            case ir.View(view, source, tensor, offsets):
+                viewed = call("pypto.view", name(source), list(tensor.shape), _indexes(offsets))
+                return [assign(view, viewed)]
             case ir.Assemble(part, into, offsets):
-                arguments = [part, ir.format_indexes(offsets), into]
-                return emit_call("pypto.assemble", arguments, indent, width=100)
-            case ir.Assign(name, value):
-                return self.assignment(name, value, indent)
-            case ir.StoreOutput(output, value):
-                return self.assignment(f"{output}[:]", value, indent)
+                assembled = call("pypto.assemble", name(part), _indexes(offsets), name(into))
+                return [pytree.statement(assembled)]
+            case ir.Assign(target, computed):
+                return [assign(target, self.value(computed))]
+            case ir.StoreOutput(output, computed):
+                return [assign(_output_slots(output), self.value(computed))]
             case ir.Accumulate():
-                return _accumulate(instruction, indent)
-        return [indent + _statement(instruction)]
+                return _accumulate(instruction)
+            case ir.SetVecTiles(tile, purpose):
+                return [pytree.statement(call("pypto.set_vec_tile_shapes", *tile), purpose)]
+            case ir.SetCubeTiles(m, k, n):
+                tiles = call("pypto.set_cube_tile_shapes", list(m), list(k), list(n))
+                return [pytree.statement(tiles)]
+            case ir.Allocate(allocated, tensor):
+                dtype = name(f"pypto.{tensor.dtype.pypto_name}")
+                return [assign(allocated, call("pypto.Tensor", list(tensor.shape), dtype))]
+            case ir.Comment(text):
+                return [Comment(text)]
+        raise TypeError(f"codegen cannot print {instruction!r}")
 
-    def assignment(self, target: str, value: ir.Expr, indent: str) -> list[str]:
-        if isinstance(value, ir.Op) and value.op == "matmul":
-            arguments, frame = _matmul(value)
-            if frame is None:  # one line up to ruff's 100 columns, as before
-                return emit_call(f"{target} = pypto.matmul", arguments, indent, width=100)
-            # the kernel's frame has axes the product lacks (of size 1): the same elements
-            product = emit_call("pypto.matmul", arguments, indent + "    ")
-            if len(product) == 1:
-                return emit_call(
-                    f"{target} = pypto.reshape", [product[0].strip(), str(list(frame))], indent
-                )
-            return [
-                f"{indent}{target} = pypto.reshape(",
-                *product[:-1],
-                product[-1] + ",",
-                f"{indent}    {list(frame)},",
-                f"{indent})",
-            ]
-        return emit_assignment(self.emitter, target, value, indent)
+    def value(self, computed: ir.Expr) -> ast.expr:
+        if isinstance(computed, ir.Op) and computed.op == "matmul":
+            return _matmul(computed)
+        return self.emitter.expr(computed)
 
-    def loop(self, loop: ir.BlockLoop, indent: str) -> list[str]:
+    def loop(self, loop: ir.BlockLoop) -> list[ast.stmt]:
         """The constant-size tail block, then `for i in pypto.loop(...)` over the others."""
-        i = loop.index
-        blocks = ["0", str(loop.count), "1", f'name="{loop.name}"', f'idx_name="{i}"']
-        lines = []
+        statements: list[ast.stmt] = []
         if loop.tail_size:
-            lines.append(
-                f"{indent}# The tail first: the last {loop.tail_size} of the loop axis "
-                "(after the loop, pypto drops it)."
+            statements.append(
+                Comment(
+                    f"The tail first: the last {loop.tail_size} of the loop axis "
+                    "(after the loop, pypto drops it)."
+                )
             )
-            lines += self.lines(loop.tail, indent)
-        head = emit_call(f"for {i} in pypto.loop", blocks, indent, width=98)
-        head[-1] += ":"
-        return [
-            *lines,
-            *head,
-            f"{indent}    {loop.offset} = {i} * {loop.chunk}",
-            *self.lines(loop.body, indent + "    "),
-        ]
+            statements += self.block(loop.tail)
+        blocks = call("pypto.loop", 0, loop.count, 1, name=loop.name, idx_name=loop.index)
+        offset = ast.BinOp(name(loop.index), ast.Mult(), value(loop.chunk))
+        body = [assign(loop.offset, offset), *self.block(loop.body)]
+        return [*statements, ast.For(pytree.store(loop.index), blocks, body, [])]
 
 
-def _statement(instruction: ir.Instruction) -> str:
-    """The one line of an instruction that takes no expression."""
-    match instruction:
-        case ir.SetVecTiles(tile, purpose):
-            comment = f"  # {purpose}" if purpose else ""
-            return f"pypto.set_vec_tile_shapes{_arguments_text(tile)}{comment}"
-        case ir.SetCubeTiles(m, k, n):
-            return f"pypto.set_cube_tile_shapes({list(m)}, {list(k)}, {list(n)})"
-        case ir.Allocate(name, tensor):
-            return f"{name} = pypto.Tensor({list(tensor.shape)}, pypto.{tensor.dtype.pypto_name})"
-        case ir.Comment(text):
-            return f"# {text}"
-    raise TypeError(f"codegen cannot print {instruction!r}")
-
-
-def _matmul(matmul: ir.Op) -> tuple[list[str], tuple[int, ...] | None]:
-    """The arguments of the cube's `pypto.matmul`, and the frame shape to reshape the
-    product to where that differs."""
-    arguments = [
+def _matmul(matmul: ir.Op) -> ast.expr:
+    """The cube's `pypto.matmul`, reshaped to the kernel's frame where that differs (the
+    frame has axes the product lacks, of size 1: the same elements)."""
+    product = call(
+        "pypto.matmul",
         *map(_cube_operand, matmul.operands),
-        f"pypto.{matmul.type.dtype.pypto_name}",
-        f"a_trans={matmul.attrs.a_trans}",
-        f"b_trans={matmul.attrs.b_trans}",
-    ]
+        name(f"pypto.{matmul.type.dtype.pypto_name}"),
+        a_trans=matmul.attrs.a_trans,
+        b_trans=matmul.attrs.b_trans,
+    )
     if ir.product_shape(matmul) == matmul.type.shape:
-        return arguments, None
-    return arguments, matmul.type.shape
+        return product
+    return call("pypto.reshape", product, list(matmul.type.shape))
 
 
-def _cube_operand(operand: ir.Expr) -> str:
+def _cube_operand(operand: ir.Expr) -> ast.expr:
     """A declared tensor by name, or a computed one seen as its matrix (align_axes)."""
     if ir.is_cube_matrix(operand):
-        (value,) = operand.operands
-        assert isinstance(value, ir.Ref), "a computed matmul operand is a let"
-        return f"pypto.reshape({value.name}, {list(operand.type.shape)})"
+        (seen,) = operand.operands
+        assert isinstance(seen, ir.Ref), "a computed matmul operand is a let"
+        return call("pypto.reshape", name(seen.name), list(operand.type.shape))
     assert isinstance(operand, ir.Ref), "a matmul's operands are named"
-    return operand.name
+    return name(operand.name)
 
 
-def _accumulate(accumulate: ir.Accumulate, indent: str) -> list[str]:
-    output, part = accumulate.output, accumulate.part
-    combined = ops.lookup(accumulate.reduction).combine.format(output, part)
+def _accumulate(accumulate: ir.Accumulate) -> list[ast.stmt]:
+    output, part = _output_slots(accumulate.output), name(accumulate.part)
+    combine = ops.lookup(accumulate.reduction).combine
+    combined = pytree.fill(combine, [name(accumulate.output), part], {})
     if accumulate.overwrites:
-        return [f"{indent}{output}[:] = {part}"]
+        return [assign(output, part)]
     if accumulate.first_iteration is None:
-        return [f"{indent}{output}[:] = {combined}"]
+        return [assign(output, combined)]
+    first = ast.Compare(name(accumulate.first_iteration), [ast.Eq()], [value(0)])
     return [
-        f"{indent}if {accumulate.first_iteration} == 0:",
-        f"{indent}    {output}[:] = {part}",
-        f"{indent}else:",
-        f"{indent}    {output}[:] = {combined}",
+        ast.If(first, [assign(output, part)], [assign(_output_slots(accumulate.output), combined)])
     ]
 
 
-def _factory(kernel: ir.Kernel) -> list[str]:
-    emitter = PythonEmitter({}, SCALAR_SPELLING, lambda ref: ref.name)
+def _factory(kernel: ir.Kernel) -> ast.FunctionDef:
+    emitter = PythonEmitter("scalar")
     scalars = [
-        f"    {stmt.name} = {emitter.emit(stmt.value)}"
+        assign(stmt.name, emitter.expr(stmt.value))
         for stmt in kernel.body
         if isinstance(stmt, ir.Let) and ir.is_scalar(stmt.value)
     ]
@@ -258,26 +224,34 @@ def _factory(kernel: ir.Kernel) -> list[str]:
         *(_buffer_parameter(s) for s in staging),
         *map(_declared_parameter, kernel.outputs),
     ]
-    summary = [
-        f'"""Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for',
-        'these sizes: compile the spec with other dims for others."""',
-    ]
-    function = (kernel_function_name(kernel), tensors, _kernel_lines(kernel))
+    docstring = "\n".join(
+        [
+            f"Builds the `{kernel.name}` kernel. Its tiles, views and loops are planned for",
+            "these sizes: compile the spec with other dims for others.",
+        ]
+    )
+    body = []
+    for code in kernel.program.phases:
+        body += _Printer().block(code.instructions)
+    kernel_function = (kernel_function_name(kernel), tensors, body)
     return _jit_factory(
-        kernel, factory_name(kernel), factory_arguments(kernel), summary, scalars, function
+        kernel, factory_name(kernel), factory_arguments(kernel), docstring, scalars, kernel_function
     )
 
 
-def _staging_factory(kernel: ir.Kernel, staging: ir.Staging) -> list[str]:
-    summary = [
-        f'"""Builds the launch that writes `{staging.source}` spaced and padded with zeros',
-        f"into the buffer the `{kernel.name}` kernel's convolution views (phase "
-        f'{staging.phase})."""',
-    ]
+def _staging_factory(kernel: ir.Kernel, staging: ir.Staging) -> ast.FunctionDef:
+    docstring = "\n".join(
+        [
+            f"Builds the launch that writes `{staging.source}` spaced and padded with zeros",
+            f"into the buffer the `{kernel.name}` kernel's convolution views (phase "
+            f"{staging.phase}).",
+        ]
+    )
     tensors = [_declared_parameter(kernel.input(staging.source)), _buffer_parameter(staging)]
-    lines = _Printer().lines(staging.instructions, " " * 8)
-    function = (staging_function_name(kernel, staging), tensors, lines)
-    return _jit_factory(kernel, staging_factory_name(kernel, staging), [], summary, [], function)
+    body = _Printer().block(staging.instructions)
+    staging_function = (staging_function_name(kernel, staging), tensors, body)
+    factory = staging_factory_name(kernel, staging)
+    return _jit_factory(kernel, factory, [], docstring, [], staging_function)
 
 
 def staging_factory_name(kernel: ir.Kernel, staging: ir.Staging) -> str:
@@ -288,212 +262,257 @@ def staging_function_name(kernel: ir.Kernel, staging: ir.Staging) -> str:
     return f"_{kernel.name}{staging.buffer}_kernel"
 
 
-def _declared_parameter(tensor: ir.Tensor) -> str:
-    shape = _shape_text(tensor.kernel_dims or tuple((d,) for d in tensor.dims))
-    return f"{tensor.name}: pypto.Tensor({shape}, pypto.{tensor.type.dtype.pypto_name}),"
+def _tensor_annotation(shape: list[ast.expr], dtype: ir.DType) -> ast.expr:
+    return call("pypto.Tensor", ast.Tuple(shape, ast.Load()), name(f"pypto.{dtype.pypto_name}"))
 
 
-def _buffer_parameter(staging: ir.Staging) -> str:
-    shape = _tuple_text(staging.type.shape)
-    return f"{staging.buffer}: pypto.Tensor({shape}, pypto.{staging.type.dtype.pypto_name}),"
+def _declared_parameter(tensor: ir.Tensor) -> ast.arg:
+    """A kernel tensor's parameter, its shape written with the spec's dim names."""
+    factors = tensor.kernel_dims or tuple((d,) for d in tensor.dims)
+    shape = [_dim_product(axis) for axis in factors]
+    return ast.arg(tensor.name, _tensor_annotation(shape, tensor.type.dtype))
+
+
+def _dim_product(factors: tuple[ir.DimFactor, ...]) -> ast.expr:
+    """`G * CG`: one kernel axis as the product of its dims (names or sizes)."""
+    terms = [name(str(f)) if not str(f).isdigit() else value(int(str(f))) for f in factors]
+    if not terms:
+        return value(1)
+    product = terms[0]
+    for term in terms[1:]:
+        product = ast.BinOp(product, ast.Mult(), term)
+    return product
+
+
+def _buffer_parameter(staging: ir.Staging) -> ast.arg:
+    shape = [value(size) for size in staging.type.shape]
+    return ast.arg(staging.buffer, _tensor_annotation(shape, staging.type.dtype))
 
 
 def _jit_factory(
     kernel: ir.Kernel,
-    name: str,
+    factory: str,
     arguments: list[str],
-    summary: list[str],
-    scalars: list[str],
-    function: tuple[str, list[str], list[str]],
-) -> list[str]:
-    """A cached factory `name(*arguments)` of one jit function: `function` is its name, its
-    tensor parameters and its body's lines; `scalars` are computed before it."""
-    function_name, tensors, body_lines = function
-    lines = [
-        "@functools.cache",
-        f"def {name}({', '.join(arguments)}):",
-        *paragraph(summary, "    "),
-    ]
-    body = [
-        *scalars,
-        "",
-        '    @pypto.frontend.jit(runtime_options={"run_mode": _run_mode()})',
-        f"    def {function_name}(",
-        *(f"        {tensor}" for tensor in tensors),
-        "    ):",
-        *body_lines,
-        "",
-        f"    return {function_name}",
-    ]
-    # The dims the body names (a size-1 or merged-away dim may appear nowhere).
-    text = "\n".join(body)
-    used = [d for d in kernel.dims if re.search(rf"\b{d.name}\b", text)]
-    if used:
-        names = ", ".join(d.name for d in used)
-        sizes = ", ".join(str(d.size) for d in used)
-        lines.append(f"    {names} = {sizes}")
-    return lines + body
+    docstring: str,
+    scalars: list[ast.stmt],
+    jit_function: tuple[str, list[ast.arg], list[ast.stmt]],
+) -> ast.FunctionDef:
+    """A cached factory `factory(*arguments)` of one jit function (its name, its tensor
+    parameters and its body); `scalars` are computed before it, from the dims it names."""
+    function_name, tensors, body = jit_function
+    run_mode = ast.Dict([value("run_mode")], [call("_run_mode")])
+    jit = pytree.function(
+        function_name,
+        ast.arguments([], tensors, None, [], [], None, []),
+        body,
+        decorators=[call("pypto.frontend.jit", runtime_options=run_mode)],
+        one_parameter_a_line=True,
+    )
+    inner = [*scalars, Blank(), jit, Blank(), pytree.returns(name(function_name))]
+    # The dims the tensors' shapes and the scalars name (a size-1 or merged-away dim may
+    # appear nowhere; the body's views and tiles are numbers).
+    sizes = [tensor.annotation for tensor in tensors] + scalars
+    named = {n.id for node in sizes for n in ast.walk(node) if isinstance(n, ast.Name)}
+    used = [d for d in kernel.dims if d.name in named]
+    if len(used) == 1:
+        inner.insert(0, assign(used[0].name, used[0].size))
+    elif used:
+        targets = ast.Tuple([pytree.store(d.name) for d in used], ast.Store())
+        inner.insert(0, ast.Assign([targets], value(tuple(d.size for d in used))))
+    return pytree.function(
+        factory,
+        pytree.arguments(arguments),
+        inner,
+        decorators=[name("functools.cache")],
+        docstring=docstring,
+    )
 
 
-def _init_argument(param: ir.Param) -> str:
-    if isinstance(param.default, tuple | bool):
-        annotation = type(param.default).__name__
-    else:
-        annotation = "int" if param.fixed else "float"
-    if param.default is None:
-        return f"{param.name}: {annotation}"
-    return f"{param.name}: {annotation} = {ir.format_value(param.default)}"
+def _init_parameters(kernel: ir.Kernel) -> ast.arguments:
+    annotations, defaults = {}, {}
+    for param in kernel.init_params:
+        if isinstance(param.default, tuple | bool):
+            annotations[param.name] = name(type(param.default).__name__)
+        else:
+            annotations[param.name] = name("int" if param.fixed else "float")
+        if param.default is not None:
+            defaults[param.name] = value(param.default)
+    return pytree.arguments(["self", *(p.name for p in kernel.init_params)], annotations, defaults)
 
 
-def _init_lines(kernel: ir.Kernel) -> list[str]:
-    lines = []
+def _init_body(kernel: ir.Kernel) -> list[ast.stmt]:
+    statements: list[ast.stmt] = [pytree.statement(method(call("super"), "__init__"))]
     for param in kernel.init_params:
         if not param.fixed:
-            lines.append(f"        self.{param.name} = float({param.name})")
+            statements.append(assign(f"self.{param.name}", call("float", name(param.name))))
             continue
-        value = ir.format_value(param.default)
-        given = f"tuple({param.name})" if isinstance(param.default, tuple) else param.name
-        lines.append(f'        _expect_argument("{param.name}", {given}, {value})')
-    return lines + creation_lines(kernel, "        ")
+        given = name(param.name)
+        if isinstance(param.default, tuple):
+            given = call("tuple", given)
+        check = call("_expect_argument", param.name, given, value(param.default))
+        statements.append(pytree.statement(check))
+    return statements + creation_statements(kernel)
 
 
-def _model(kernel: ir.Kernel) -> list[str]:
-    init_parameters = ["self", *map(_init_argument, kernel.init_params)]
+def _model(kernel: ir.Kernel) -> ast.ClassDef:
     arguments = kernel.tensor_arguments
     forward_names = [t.name for t in arguments] + [p.name for p in kernel.forward_params]
-    returns = ", ".join(o.name for o in kernel.outputs)
-    summary = f"`{kernel.name}` as a drop-in module: forward({', '.join(forward_names)}) "
-    summary += f"returns {returns}."
-    if len(summary) > 90:  # a long signature goes on a line of its own
-        summary = summary.replace(": forward", ".\n\n    forward", 1) + "\n    "
-    lines = [
-        "class ModelNew(torch.nn.Module):",
-        f'    """{summary}"""',
-        "",
-        *emit_def("__init__", init_parameters, "    "),
-        "        super().__init__()",
-        *_init_lines(kernel),
-        "",
-        *emit_def("forward", ["self", *forward_names], "    "),
+    returned = ", ".join(o.name for o in kernel.outputs)
+    docstring = f"`{kernel.name}` as a drop-in module: forward({', '.join(forward_names)}) "
+    docstring += f"returns {returned}."
+    if len(docstring) > 90:  # a long signature goes on a line of its own
+        docstring = docstring.replace(": forward", ".\n\nforward", 1) + "\n"
+    methods = [
+        pytree.function("__init__", _init_parameters(kernel), _init_body(kernel)),
+        pytree.function(
+            "forward", pytree.arguments(["self", *forward_names]), _forward_body(kernel)
+        ),
     ]
+    return ast.ClassDef(
+        "ModelNew", [name("torch.nn.Module")], [], [ast.Expr(ast.Constant(docstring)), *methods], []
+    )
+
+
+def _empty(shape: tuple[int, ...], dtype: ir.DType, device: ast.expr) -> ast.expr:
+    return call("torch.empty", shape, dtype=name(f"torch.{dtype.torch_name}"), device=device)
+
+
+def _forward_body(kernel: ir.Kernel) -> list[ast.stmt]:
+    arguments = kernel.tensor_arguments
+    statements: list[ast.stmt] = []
     for tensor in arguments:
-        shape = _tuple_text(kernel.forward_shape(tensor))
-        dtype = f"torch.{tensor.type.dtype.torch_name}"
-        lines.append(f'        _expect("{tensor.name}", {tensor.name}, {shape}, {dtype})')
+        dtype = name(f"torch.{tensor.type.dtype.torch_name}")
+        shape = kernel.forward_shape(tensor)
+        statements.append(
+            pytree.statement(call("_expect", tensor.name, name(tensor.name), shape, dtype))
+        )
     factory_args = [
-        f"float({p.name})" if p.forward else f"self.{p.name}" for p in kernel.kernel_params
+        call("float", name(p.name)) if p.forward else name(f"self.{p.name}")
+        for p in kernel.kernel_params
     ]
     if _row_launches(kernel):
-        factory_args.append(ir.ROW_VARIABLE)
-    factory = [factory_name(kernel), _tuple_text(factory_args), str(len(kernel.outputs))]
-    device = arguments[0].name + ".device" if arguments else '"cpu"'
-    call = []
+        factory_args.append(name(ir.ROW_VARIABLE))
+    factory = [name(factory_name(kernel)), tuple(factory_args), len(kernel.outputs)]
+    device = name(arguments[0].name + ".device") if arguments else value("cpu")
+    launched: list[tuple[ir.Tensor | None, str]] = []
     for tensor in kernel.inputs:
         # Weights are nn.Parameters: the kernel reads their values, never their gradients.
         read = tensor if tensor.twin_of is None else kernel.input(tensor.twin_of)
-        value = read.name if read.init is None else f"self.{read.state_name}.detach()"
-        name = ir.generated_name("kernel", tensor.name)
+        source = name(read.name)
+        if read.init is not None:
+            source = method(name(f"self.{read.state_name}"), "detach")
+        contiguous = method(source, "contiguous")
         # A cut tensor is reshaped per launch, after its launch's chunk is cut.
-        reshape = f".reshape{_arguments_text(tensor.kernel_shape)}"
-        if kernel.launch_cuts(tensor):
-            reshape = ""
-        lines.append(f"        {name} = {value}.contiguous(){reshape}")
-        call.append((tensor, name))
+        if not kernel.launch_cuts(tensor):
+            contiguous = method(contiguous, "reshape", *tensor.kernel_shape)
+        kernel_name = ir.generated_name("kernel", tensor.name)
+        statements.append(assign(kernel_name, contiguous))
+        launched.append((tensor, kernel_name))
     staging = kernel.program.staging
     for buffer in staging:  # one launch's, written by its staging launch before the kernel
-        lines.append(
-            f"        {buffer.buffer} = torch.empty({_tuple_text(buffer.type.shape)}, "
-            f"dtype=torch.{buffer.type.dtype.torch_name}, device={device})"
+        statements.append(
+            assign(buffer.buffer, _empty(buffer.type.shape, buffer.type.dtype, device))
         )
-        call.append((None, buffer.buffer))
+        launched.append((None, buffer.buffer))
     row_launches = _row_launches(kernel)
     for tensor in kernel.outputs:
         shape = kernel.forward_shape(tensor) if kernel.launches else tensor.kernel_shape
-        lines.append(
-            f"        {tensor.name} = torch.empty({_tuple_text(shape)}, "
-            f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
-        )
+        statements.append(assign(tensor.name, _empty(shape, tensor.type.dtype, device)))
         if row_launches:  # every row launch's rows of one sample, each launch's contiguous
             rows = ir.generated_name("rows", tensor.name)
             shape = (kernel.launches.rows.count, *tensor.declared_shape)
-            lines.append(
-                f"        {rows} = torch.empty({_tuple_text(shape)}, "
-                f"dtype=torch.{tensor.type.dtype.torch_name}, device={device})"
-            )
-            call.append((None, rows))
+            statements.append(assign(rows, _empty(shape, tensor.type.dtype, device)))
+            launched.append((None, rows))
         else:
-            call.append((tensor, tensor.name))
+            launched.append((tensor, tensor.name))
+    parts = dict(_launch_arguments(kernel, launched))
     if kernel.launches is None:
-        arguments = _LaunchArguments(dict(_launch_arguments(kernel, call)))
         for buffer in staging:
-            lines += _staging_launch(kernel, buffer, arguments, "        ")
-        named, texts = arguments.use(list(arguments.parts), "        ")
-        lines += named + emit_call("_launch", [*factory, *texts], "        ")
+            statements.append(_staging_launch(kernel, buffer, parts))
+        statements.append(_launch(factory, parts.values()))
     else:
-        lines += _launch_loops(kernel, factory, call)
-    results = [f"{o.name}.reshape({_tuple_text(kernel.forward_shape(o))})" for o in kernel.outputs]
-    lines.append(f"        return {', '.join(results)}")
-    return lines
+        statements += _launch_loops(kernel, factory, parts)
+    results = [method(name(o.name), "reshape", kernel.forward_shape(o)) for o in kernel.outputs]
+    return [*statements, pytree.returns(*results)]
+
+
+def _launch(factory: list, tensors) -> ast.stmt:
+    return pytree.statement(call("_launch", *factory, *tensors))
 
 
 def _row_launches(kernel: ir.Kernel) -> bool:
     return kernel.launches is not None and kernel.launches.rows is not None
 
 
-def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str]:
+def _group_input(channels: ir.ChannelLaunches) -> ast.expr | None:
+    """The first input channel of a launch's groups, from its first output channel
+    `channel`, when some input is cut by groups."""
+    ratio = channels.group_input_ratio
+    if ratio is None:
+        return None
+    first = name("channel")
+    if ratio.numerator != 1:
+        first = ast.BinOp(first, ast.Mult(), value(ratio.numerator))
+    return ast.BinOp(first, ast.FloorDiv(), value(ratio.denominator))
+
+
+def _launch_loops(kernel: ir.Kernel, factory: list, parts: dict[str, ast.expr]) -> list[ast.stmt]:
     """`forward`'s loops over launches: each launch gets its chunk of every cut tensor (a
     contiguous view: a channel chunk is cut only within one sample)."""
     launches = kernel.launches
     assert launches is not None
     count, chunk = launches.count, launches.chunk
-    lines = [
-        f"        # {count} launches of {chunk} along axis 0: pypto's simulator",
-        "        # could not verify the whole kernel in one launch.",
-        f"        for start in range(0, {launches.extent}, {chunk}):",
-    ]
-    indent = "            "
-    arguments = _LaunchArguments(dict(_launch_arguments(kernel, call)))
-
-    def staging(indent: str) -> list[str]:
-        return [
-            line
-            for buffer in kernel.program.staging
-            for line in _staging_launch(kernel, buffer, arguments, indent)
-        ]
-
+    comment = Comment(
+        f"{count} launches of {chunk} along axis 0: pypto's simulator\n"
+        "could not verify the whole kernel in one launch."
+    )
+    stagings = [_staging_launch(kernel, b, parts) for b in kernel.program.staging]
     per_channel = kernel.stages_per_channel_launch  # a grouped input's part, per launch
-    if not per_channel:  # once per sample chunk, before its channels
-        lines += staging(indent)
-    channels = launches.channels
-    if channels is not None:
-        lines += [
-            f"{indent}# and {channels.count} launches of {channels.chunk} output channels each",
-            f"{indent}for channel in range(0, {channels.extent}, {channels.chunk}):",
-        ]
-        indent += "    "
-        group_input = channels.group_input_text
-        if group_input is not None:
-            lines.append(f"{indent}{ir.GROUP_INPUT_VARIABLE} = {group_input}  # its groups' inputs")
-    if per_channel:
-        lines += staging(indent)
+    innermost: list[ast.stmt] = [*(stagings if per_channel else [])]
     rows = launches.rows
+    row_loop: list[ast.stmt] = []
     if rows is not None:
         variable = ir.ROW_VARIABLE
-        lines += [
-            f"{indent}# and {rows.count} launches of {rows.chunk} output rows each",
-            f"{indent}for {variable} in range(0, {rows.extent}, {rows.chunk}):",
-        ]
-        indent += "    "
         for output in kernel.outputs:  # the launch's own rows
             launched = ir.generated_name("rows", output.name)
-            reshape = f".reshape{_arguments_text(output.kernel_shape)}"
-            arguments.parts[launched] = (f"{launched}[{variable} // {rows.chunk}]", reshape)
-    named, texts = arguments.use(list(arguments.parts), indent)
-    lines += named + emit_call("_launch", [*factory, *texts], indent)
-    if rows is None:
-        return lines
-    indent = indent[:-4]
-    lines.append(f"{indent}# the sample's rows, each launch's, into its output")
+            slot = pytree.subscript(
+                launched, ast.BinOp(name(variable), ast.FloorDiv(), value(rows.chunk))
+            )
+            parts[launched] = method(slot, "reshape", *output.kernel_shape)
+        row_body = [_launch(factory, parts.values())]
+        row_loop = [
+            Comment(f"and {rows.count} launches of {rows.chunk} output rows each"),
+            _range_loop(variable, rows.extent, rows.chunk, row_body),
+            Comment("the sample's rows, each launch's, into its output"),
+            *_join_rows(kernel),
+        ]
+        innermost += row_loop
+    else:
+        innermost.append(_launch(factory, parts.values()))
+    sample_body: list[ast.stmt] = [*([] if per_channel else stagings)]
+    channels = launches.channels
+    if channels is not None:
+        group_input = _group_input(channels)
+        channel_body = innermost
+        if group_input is not None:
+            group = assign(ir.GROUP_INPUT_VARIABLE, group_input, "its groups' inputs")
+            channel_body = [group, *innermost]
+        sample_body += [
+            Comment(f"and {channels.count} launches of {channels.chunk} output channels each"),
+            _range_loop("channel", channels.extent, channels.chunk, channel_body),
+        ]
+    else:
+        sample_body += innermost
+    return [comment, _range_loop("start", launches.extent, chunk, sample_body)]
+
+
+def _range_loop(variable: str, extent: int, step: int, body: list[ast.stmt]) -> ast.For:
+    return ast.For(pytree.store(variable), call("range", 0, extent, step), body, [])
+
+
+def _join_rows(kernel: ir.Kernel) -> list[ast.stmt]:
+    """After a sample's row launches, each output's rows from their launches' buffer."""
+    statements = []
     for output in kernel.outputs:
         launched = ir.generated_name("rows", output.name)
         batch, row = kernel.launch_cuts(output)  # axes 0 and 2
@@ -502,105 +521,77 @@ def _launch_loops(kernel: ir.Kernel, factory: list[str], call: list) -> list[str
         whole = list(output.declared_shape)
         whole[2] = row.extent
         sample = ir.generated_name("sample", output.name)
-        lines += [
-            f"{indent}{sample} = _settled({launched}).permute{_arguments_text(order)}",
-            f"{indent}{output.name}[{batch.index_text()}] = "
-            f"{sample}.reshape{_arguments_text(tuple(whole))}",
+        settled = method(call("_settled", name(launched)), "permute", *order)
+        statements += [
+            assign(sample, settled),
+            assign(
+                pytree.subscript(output.name, pytree.span(batch.variable, batch.chunk)),
+                method(name(sample), "reshape", *whole),
+            ),
         ]
-    return lines
+    return statements
 
 
-@attrs.define
-class _LaunchArguments:
-    """Each tensor's (view, reshape) in one launch; a part too long for its argument line
-    is named on a line of its own first, once."""
-
-    parts: dict[str, tuple[str, str]]
-    named: set[str] = attrs.field(factory=set)
-
-    def use(self, names: list[str], indent: str) -> tuple[list[str], list[str]]:
-        """The lines that name parts, and the arguments, for a call at `indent`."""
-        lines, texts = [], []
-        for name in names:
-            view, reshape = self.parts[name]
-            if reshape and len(f"{indent}    {view}{reshape},") > CODE_WIDTH:
-                part = ir.generated_name("part", name)
-                if part not in self.named:
-                    lines.append(f"{indent}{part} = {view}")
-                    self.named.add(part)
-                view = part
-            texts.append(view + reshape)
-        return lines, texts
-
-
-def _launch_arguments(kernel: ir.Kernel, call: list) -> list[tuple[str, tuple[str, str]]]:
-    """Each tensor's name and the argument one launch gets, as (view, reshape): its chunk,
-    reshaped to the kernel's shape, when the launches cut it (a staging buffer is one
-    launch's)."""
+def _launch_arguments(
+    kernel: ir.Kernel, launched: list[tuple[ir.Tensor | None, str]]
+) -> list[tuple[str, ast.expr]]:
+    """Each tensor's name and the argument one launch gets: its chunk, reshaped to the
+    kernel's shape, when the launches cut it (a staging buffer is one launch's)."""
     arguments = []
-    for tensor, name in call:
+    for tensor, tensor_name in launched:
         cuts = kernel.launch_cuts(tensor) if tensor is not None else ()
-        argument = (name, "")
+        argument = name(tensor_name)
         if cuts:
-            slots = [":"] * (cuts[-1].axis + 1)  # the axes before a cut one whole
+            slots = [pytree.whole() for _ in range(cuts[-1].axis + 1)]  # the axes before a cut
             for cut in cuts:
-                slots[cut.axis] = cut.index_text()
-            index = ", ".join(slots)
-            argument = (f"{name}[{index}]", f".reshape{_arguments_text(tensor.kernel_shape)}")
-        arguments.append((name if tensor is None else tensor.name, argument))
+                slots[cut.axis] = pytree.span(cut.variable, cut.chunk)
+            chunk = pytree.subscript(tensor_name, *slots)
+            argument = method(chunk, "reshape", *tensor.kernel_shape)
+        arguments.append((tensor_name if tensor is None else tensor.name, argument))
     return arguments
 
 
-def _staging_launch(
-    kernel: ir.Kernel, staging: ir.Staging, arguments: _LaunchArguments, indent: str
-) -> list[str]:
+def _staging_launch(kernel: ir.Kernel, staging: ir.Staging, parts: dict[str, ast.expr]) -> ast.stmt:
     """The staging launch: the kernel input it reads, the buffer it writes."""
-    factory = [staging_factory_name(kernel, staging), "()", "1"]
-    named, tensors = arguments.use([staging.source, staging.buffer], indent)
-    return named + emit_call("_launch", [*factory, *tensors], indent)
+    factory = [name(staging_factory_name(kernel, staging)), (), 1]
+    return _launch(factory, [parts[staging.source], parts[staging.buffer]])
 
 
 # Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.
 AMBIGUOUS_NAMES = frozenset({"l", "O", "I"})
 
 
+def _imports(names: list[str]) -> list[ast.stmt]:
+    return [ast.Import([ast.alias(n)]) for n in names]
+
+
 def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
-    header = [
-        *paragraph(
-            [
-                f'"""PyPTO kernel `{kernel.name}`, generated by ptodsl {__version__} from',
-                f"{docstring_filename(filename)}. Edits are lost when the spec is compiled again.",
-            ]
-        ),
-        "",
-        *_tuned_stamp(kernel),
-        *RUN_MODES,
-        '"""',
-        "",
-        "import functools",
-        "import importlib.util",
-        *(["import math"] if uses_math(kernel) else []),
-        "import os",
-        *(["import sys"] if _row_launches(kernel) else []),
-        "",
-        "import pypto",
-        "import torch",
-    ]
+    docstring = "\n\n".join(
+        [
+            "\n".join(
+                [
+                    f"PyPTO kernel `{kernel.name}`, generated by ptodsl {__version__} from",
+                    f"{spec_filename(filename)}. Edits are lost when the spec is compiled again.",
+                ]
+            ),
+            *_tuned_stamp(kernel),
+            "\n".join(RUN_MODES) + "\n",
+        ]
+    )
+    standard = ["functools", "importlib.util"]
+    standard += ["math"] if uses_math(kernel) else []
+    standard += ["os"] + (["sys"] if _row_launches(kernel) else [])
+    header: list[ast.stmt] = [ast.Expr(ast.Constant(docstring))]
     ambiguous = sorted(kernel.spec_names & AMBIGUOUS_NAMES)
     if ambiguous:
-        names = ", ".join(f"`{name}`" for name in ambiguous)
-        after_docstring = header.index('"""') + 1
-        header[after_docstring:after_docstring] = [
-            f"# ruff: noqa: E741 (the spec's names {names} are kept as written)"
-        ]
-    helpers = _HELPERS + (_SETTLED if _row_launches(kernel) else "")
-    helpers += _EXPECT_ARGUMENT if any(p.fixed for p in kernel.params) else ""
+        names = ", ".join(f"`{n}`" for n in ambiguous)
+        header.append(Comment(f"ruff: noqa: E741 (the spec's names {names} are kept as written)"))
+    header += [*_imports(standard), Blank(), *_imports(["pypto", "torch"])]
+    helpers = [Verbatim(_HELPERS)]
+    helpers += [Verbatim(_SETTLED)] if _row_launches(kernel) else []
+    helpers += [Verbatim(_EXPECT_ARGUMENT)] if any(p.fixed for p in kernel.params) else []
     staging = [_staging_factory(kernel, st) for st in kernel.program.staging]
-    parts = [helpers.strip("\n").splitlines(), _factory(kernel), *staging, _model(kernel)]
-    lines = header
-    for part in parts:
-        lines += ["", "", *part]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return pytree.render([*header, *helpers, _factory(kernel), *staging, _model(kernel)])
 
 
 def _tuned_stamp(kernel: ir.Kernel) -> list[str]:
@@ -608,11 +599,14 @@ def _tuned_stamp(kernel: ir.Kernel) -> list[str]:
     default one, and how to get that."""
     if kernel.tuning is None:
         return []
-    text = [
-        f"Tuned: {kernel.tuning.describe()} (`ptodsl tune`'s plan choices; compile with",
-        "--untuned for the default plan).",
+    return [
+        "\n".join(
+            [
+                f"Tuned: {kernel.tuning.describe()} (`ptodsl tune`'s plan choices; compile with",
+                "--untuned for the default plan).",
+            ]
+        )
     ]
-    return [*paragraph(text), ""]
 
 
 # What `forward` returns in each mode, in every generated module's docstring.
@@ -650,23 +644,23 @@ def emit_kernelbench(kernel: ir.Kernel, filename: str) -> str:
     module = emit_pypto(kernel, filename)
     # Generated code quotes with ", and file names are escaped: nothing can end the string.
     assert "'''" not in module, "the module cannot be embedded in a raw ''' string"
-    header = [
-        *paragraph(
-            [
-                f'"""KernelBench answer for `{kernel.name}`, generated by ptodsl {__version__} '
-                "from",
-                f"{docstring_filename(filename)}: `ModelNew` takes the problem's constructor and "
-                "forward",
-                "arguments.",
-            ]
-        ),
-        "",
-        *RUN_MODES,
-        '"""',
-        "",
-        "import linecache",
-        "",
-        f'KERNEL_NAME = "{kernel.name}"',
-        "_MODULE = r'''" + module + "'''",
-    ]
-    return "\n".join(header) + "\n" + _KERNELBENCH_LOADER
+    docstring = "\n".join(
+        [
+            f"KernelBench answer for `{kernel.name}`, generated by ptodsl {__version__} from",
+            f"{spec_filename(filename)}: `ModelNew` takes the problem's constructor and forward",
+            "arguments.",
+        ]
+    )
+    docstring += "\n\n" + "\n".join(RUN_MODES) + "\n"
+    return pytree.render(
+        [
+            ast.Expr(ast.Constant(docstring)),
+            *_imports(["linecache"]),
+            Blank(),
+            assign("KERNEL_NAME", kernel.name),
+            # a raw string, as printed: the module's own escapes stay as they are; from the
+            # next line, so that its lines keep the columns they were laid out in
+            Verbatim("_MODULE = r'''\n" + module + "'''"),
+            Verbatim(_KERNELBENCH_LOADER),
+        ]
+    )

@@ -4,14 +4,14 @@ every weight so that, under one seed, it draws what the module it replaces draws
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Callable, Mapping
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, pytree
 from ptodsl import syntax as s
-from ptodsl.pyexpr import emit_call
 
 
 class ArgumentKind(enum.Enum):
@@ -245,30 +245,33 @@ MODULES: dict[str, ModuleDef] = {
 }
 
 
-def creation_lines(kernel: ir.Kernel, indent: str) -> list[str]:
-    """`__init__` lines creating every weight in declaration order (a module when its first
-    parameter comes), as the replaced torch module does: the same draws from torch's RNG."""
+def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
+    """`__init__` statements creating every weight in declaration order (a module when its
+    first parameter comes), as the replaced torch module does: the same draws from torch's
+    RNG."""
     modules = {module.name: module for module in kernel.modules}
-    lines, built = [], set()
+    statements: list[ast.stmt] = []
+    built = set()
     for weight in kernel.weights:
-        init, dtype = weight.init, f"torch.{weight.type.dtype.torch_name}"
-        shape = ir.format_value(kernel.forward_shape(weight))
+        init = weight.init
+        dtype = pytree.name(f"torch.{weight.type.dtype.torch_name}")
+        shape = kernel.forward_shape(weight)
         if isinstance(init, ir.ModuleParameter):
             if init.module in built:
                 continue
             built.add(init.module)
             module = modules[init.module]
-            arguments = [f"{n}={ir.format_value(v)}" for n, v in module.arguments]
-            torch = f"self.{module.name} = {MODULES[module.kind].torch}"
-            lines += emit_call(torch, [*arguments, f"dtype={dtype}"], indent)
+            create = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
+            statements.append(pytree.assign(f"self.{module.name}", create))
             continue
         if isinstance(init, ir.Drawn):
-            value = f"torch.{init.distribution}({shape}, dtype={dtype})"
+            value = pytree.call(f"torch.{init.distribution}", shape, dtype=dtype)
             if init.scale != 1.0:
-                value += f" * {ir.format_number(init.scale)}"
+                value = ast.BinOp(value, ast.Mult(), pytree.value(init.scale))
         elif init.value in (0.0, 1.0):
-            value = f"torch.{'ones' if init.value else 'zeros'}({shape}, dtype={dtype})"
+            value = pytree.call(f"torch.{'ones' if init.value else 'zeros'}", shape, dtype=dtype)
         else:
-            value = f"torch.full({shape}, {ir.format_number(init.value)}, dtype={dtype})"
-        lines += emit_call(f"self.{weight.name} = torch.nn.Parameter", [value], indent)
-    return lines
+            value = pytree.call("torch.full", shape, init.value, dtype=dtype)
+        parameter = pytree.call("torch.nn.Parameter", value)
+        statements.append(pytree.assign(f"self.{weight.name}", parameter))
+    return statements
