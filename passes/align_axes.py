@@ -96,6 +96,20 @@ def matmul_operands(kernel: ir.Kernel) -> set[str]:
     return operands
 
 
+def unread_inputs(kernel: ir.Kernel) -> set[str]:
+    """Inputs (and weights) no statement reads, as a module's unused `nn.Parameter`: they
+    keep their declared layout, outside the frame. In it, their axes would be axes of their
+    own that every other value has at size 1, and a convolution's result must keep its
+    declared rank."""
+    read = {
+        node.name
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Ref)
+    }
+    return {tensor.name for tensor in kernel.inputs} - read
+
+
 class _Aligner:
     def __init__(self, kernel: ir.Kernel):
         self.kernel = kernel
@@ -103,12 +117,13 @@ class _Aligner:
         self.frames: dict[int, Frame] = {}  # id(node) -> frame
         self.named: dict[str, Frame] = {}
         self.keep: list[ir.Expr] = []  # nodes whose ids key `frames` stay alive
-        self.opaque = matmul_operands(kernel)
+        self.opaque = matmul_operands(kernel) | unread_inputs(kernel)
         self.convolved = convolved_values(kernel)
         self.input_names = {tensor.name for tensor in kernel.inputs}
         # (axis, its parts, the reshape's span): a reshape sees `axis` as `parts`
         self.refinements: list[tuple[int, list[int], Span]] = []
         self.parts: dict[int, list[int]] = {}  # root axis -> its parts, once resolved
+        self.reshapes: list[tuple[Span, Frame]] = []  # each reshape and its operand's frame
 
     def frame(self, node: ir.Expr) -> Frame | None:
         if not isinstance(node.type, ir.TensorType):
@@ -158,6 +173,8 @@ class _Aligner:
         (operand,) = node.operands
         operand_frame = self.frame(operand)
         assert operand_frame is not None, "typecheck reshapes tensors only"
+        if not (isinstance(operand, ir.Ref) and operand.name in self.input_names):
+            self.reshapes.append((node.span, operand_frame))  # of a value the kernel computes
         frame: Frame = []
         for old, new in ir.regroup(operand.type.shape, node.type.shape):
             new_sizes = [node.type.shape[position] for position in new]
@@ -210,6 +227,33 @@ class _Aligner:
                     if self.axes.find(mine) != self.axes.find(theirs):
                         self.axes.union(mine, theirs)
                         settled = False
+
+    def refuse_reframed_convolution(self, conv: ir.Op, shape: tuple[int, ...]) -> None:
+        """A convolution computes its result in its own layout, [N, C_out, *spatial]. When
+        the frame sees it otherwise (a reshape splits one of its axes, as GroupNorm's channel
+        groups, or adds an axis of size 1 among them), its lowering cannot produce it."""
+        if shape == conv.type.shape:
+            return
+        mine = {self.axes.find(axis) for axis in self.frame(conv)}
+        span = next(
+            (s for s, operand in self.reshapes if mine & {self.axes.find(a) for a in operand}),
+            None,
+        )
+        if span is None:
+            raise SpecError(
+                "the kernel's other values have axes this convolution's result does not; "
+                "ptodsl computes a convolution in its own layout only",
+                conv.span,
+                note="compute the convolution in a kernel of its own (its result an output), "
+                "and the rest in another",
+            )
+        raise SpecError(
+            "this reshape splits or adds axes of a convolution's result; ptodsl computes a "
+            "convolution in its own layout only",
+            span,
+            note="compute the convolution in a kernel of its own (its result an output), "
+            "and the reshape and what follows in another",
+        )
 
     def leaves(self, axis: int) -> list[int]:
         """The axis at the finest granularity any reshape sees it: its parts' leaves."""
@@ -357,7 +401,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         if node.op == "matmul" and aligner.computed_operand(node):
             # the cube reads the computed operand as the [M, K] matrix it is
             a, b = node.operands
-            matrix = ir.Op("reshape", (rebuild(a),), a.type, a.span, ir.Reshape(a.type.shape))
+            matrix = ir.op("reshape", rebuild(a), span=a.span, attributes=ir.Reshape(a.type.shape))
             return attrs.evolve(rebuilt, operands=(matrix, b))
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
@@ -371,6 +415,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                         note="convolve a declared input, or another convolution's result, by a "
                         "declared weight; compute after it",
                     )
+            aligner.refuse_reframed_convolution(node, shape)
             return rebuilt
         if node.op == "reshape":  # the operand already has the finer axes
             operand = rebuild(node.operands[0])

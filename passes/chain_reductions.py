@@ -37,14 +37,8 @@ def _chained(node: ir.Expr) -> ir.Expr:
         return node
     (value,) = node.operands
     for axis in _order(node.attrs.axes, value.type.shape):
-        shape = tuple(1 if i == axis else size for i, size in enumerate(value.type.shape))
-        value = ir.Op(
-            node.op,
-            (value,),
-            attrs.evolve(node.type, shape=shape),
-            node.span,
-            attrs.evolve(node.attrs, axes=(axis,), keepdim=True),
-        )
+        one_axis = attrs.evolve(node.attrs, axes=(axis,), keepdim=True)
+        value = ir.op(node.op, value, span=node.span, attributes=one_axis)
     return value
 
 

@@ -23,8 +23,7 @@ def _expanded(operand: ir.Expr, result: tuple[int, ...]) -> ir.Expr:
     stretched.sort(key=lambda axis: result[axis])
     for axis in stretched[:-1]:
         shape = shape[:axis] + (result[axis],) + shape[axis + 1 :]
-        target = attrs.evolve(operand.type, shape=shape)
-        operand = ir.Op("expand", (operand,), target, operand.span, ir.Expand(shape))
+        operand = ir.op("expand", operand, span=operand.span, attributes=ir.Expand(shape))
     return operand
 
 

@@ -131,13 +131,7 @@ def _expm1(node: ir.Op) -> ir.Expr:
 def _reduce(
     name: str, operand: ir.Expr, axes: tuple[int, ...], keepdim: bool, node: ir.Op
 ) -> ir.Op:
-    shape = operand.type.shape
-    if keepdim:
-        shape = tuple(1 if axis in axes else size for axis, size in enumerate(shape))
-    else:
-        shape = tuple(size for axis, size in enumerate(shape) if axis not in axes)
-    reduced_type = attrs.evolve(operand.type, shape=shape)
-    return ir.Op(name, (operand,), reduced_type, node.span, ir.Reduce(axes, keepdim))
+    return ir.op(name, operand, span=node.span, attributes=ir.Reduce(axes, keepdim))
 
 
 def _mean(node: ir.Op) -> ir.Expr:
@@ -246,9 +240,7 @@ def _scan_variant(node: ir.Op) -> ir.Expr:
 
 def _positions(operand: ir.Expr, axis: int, node: ir.Op) -> ir.Op:
     """0, 1, ... along `axis` of `operand`, shaped to broadcast against it."""
-    shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
-    index_type = attrs.evolve(operand.type, shape=shape)
-    return ir.Op("iota", (operand,), index_type, node.span, ir.Along(axis))
+    return ir.op("iota", operand, span=node.span, attributes=ir.Along(axis))
 
 
 def _arg_reduction(node: ir.Op) -> ir.Expr:
@@ -292,7 +284,7 @@ def _prod(node: ir.Op) -> ir.Expr:
 def _cumprod(node: ir.Op) -> ir.Expr:
     """Running products from running sums, in every variant the sums have."""
     return _signed_magnitude(
-        node, lambda terms: ir.Op("cumsum", (terms,), terms.type, node.span, node.attrs)
+        node, lambda terms: ir.op("cumsum", terms, span=node.span, attributes=node.attrs)
     )
 
 
@@ -396,4 +388,4 @@ def legalize(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel
     )
     rules = {**RULES, "var(t)": rule}
     legal = kernel.map_values(lambda value: legalize_expr(value, target, rules))
-    return attrs.evolve(legal, decisions=kernel.decisions + decisions)
+    return attrs.evolve(legal, decisions=kernel.decisions + decisions, target_forms=True)

@@ -89,12 +89,12 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
         reduction = stmt.value
         assert isinstance(reduction, ir.Op) and isinstance(reduction.attrs, ir.Reduce)
         parts_type = ir.TensorType(partial.shape, reduction.type.dtype)
-        combine = ir.Op(
+        combine = ir.op(
             reduction.op,
-            (ir.Ref(_parts(stmt.name), parts_type, stmt.span),),
-            reduction.type,
-            stmt.span,
-            attrs.evolve(reduction.attrs, axes=(loop.axis,), keepdim=True),
+            ir.Ref(_parts(stmt.name), parts_type, stmt.span),
+            span=stmt.span,
+            attributes=attrs.evolve(reduction.attrs, axes=(loop.axis,), keepdim=True),
+            type=reduction.type,
         )
         code += [
             ir.Comment(f"{stmt.name}: the partial results of the {blocks} blocks, combined."),
@@ -309,7 +309,7 @@ class _Block:
 
     def store(self, stmt: ir.Store, value: ir.Expr) -> list[ir.Instruction]:
         if stmt.clone:
-            value = ir.Op("clone", (value,), value.type, value.span)
+            value = ir.op("clone", value, span=value.span)
         output = stmt.output
         if self.place is None:
             return [ir.StoreOutput(output, value, stmt.span)]
@@ -460,9 +460,7 @@ def _window_steps(
         if step.transposed:
             assert step.swap_tile is not None
             last = len(shape) - 1
-            swapped = ir.Op(
-                "swap", (current,), ir.TensorType(shape, dtype), span, ir.Swap(last - 1, last)
-            )
+            swapped = ir.op("swap", current, span=span, attributes=ir.Swap(last - 1, last))
             code += [
                 ir.SetVecTiles(step.swap_tile, f"window axis {step.axis}: last two axes exchanged"),
                 ir.Assign(step_name("swap"), swapped, span),
@@ -478,14 +476,19 @@ def _window_steps(
             if extent not in edges:
                 edge_name = step_name("fill" if not edges else "fillb")
                 code.append(
-                    ir.Assign(edge_name, ir.Op("fill", (), along(extent), span, fill), span)
+                    ir.Assign(
+                        edge_name,
+                        ir.op("fill", span=span, attributes=fill, type=along(extent)),
+                        span,
+                    )
                 )
                 edges[extent] = ir.Ref(edge_name, along(extent), span)
             edge = edges[extent]
             pair = (edge, padded) if at_front else (padded, edge)
             joined = along(padded.type.shape[axis] + extent)
             label = step_name("front" if at_front else "pad")
-            code.append(ir.Assign(label, ir.Op("cat", pair, joined, span, ir.Along(axis)), span))
+            concatenated = ir.op("cat", *pair, span=span, attributes=ir.Along(axis))
+            code.append(ir.Assign(label, concatenated, span))
             padded = ir.Ref(label, joined, span)
         outer, rows, stride, inner = step.split
         split_type = ir.TensorType(step.split, dtype)
@@ -493,19 +496,19 @@ def _window_steps(
             ir.SetVecTiles(step.split_tile, f"window axis {step.axis}: taps"),
             ir.Assign(
                 step_name("split"),
-                ir.Op("reshape", (padded,), split_type, span, ir.Reshape(step.split)),
+                ir.op("reshape", padded, span=span, attributes=ir.Reshape(step.split)),
                 span,
             ),
         ]
         split = ir.Ref(step_name("split"), split_type, span)
-        tap_type = ir.TensorType((outer, step.extent, 1, inner), dtype)
         taps = [
-            ir.Op(
+            ir.op(
                 "slice",
-                (split,),
-                tap_type,
-                span,
-                ir.Slice((0, row, column, 0), (None, row + step.extent, column + 1, None)),
+                split,
+                span=span,
+                attributes=ir.Slice(
+                    (0, row, column, 0), (None, row + step.extent, column + 1, None)
+                ),
             )
             for row, column in step.taps
         ]
@@ -520,14 +523,12 @@ def _window_steps(
         ]
         taps_ref = ir.Ref(step_name("taps"), combined.type, span)
         unsplit = along(step.extent)
-        value = ir.Op("reshape", (taps_ref,), unsplit, span, ir.Reshape(unsplit.shape))
+        value = ir.op("reshape", taps_ref, span=span, attributes=ir.Reshape(unsplit.shape))
         if step.transposed:
             code.append(ir.Assign(step_name("unswap"), value, span))
             unswap = ir.Ref(step_name("unswap"), value.type, span)
             last = len(shape) - 1
-            value = ir.Op(
-                "swap", (unswap,), ir.TensorType(step.result, dtype), span, ir.Swap(last - 1, last)
-            )
+            value = ir.op("swap", unswap, span=span, attributes=ir.Swap(last - 1, last))
         if number < len(steps) - 1:
             between = ir.generated_name(f"axis{step.axis}", name)
             code.append(ir.Assign(between, value, span))
@@ -636,7 +637,12 @@ class _ConvPhase:
             whole = self.ref(
                 ir.generated_name("matrix", self.weight.name), (geometry.out_channels, stacked)
             )
-            code.append(ir.Assign(whole.name, ir.op_reshape(weight, whole.type.shape), span))
+            if whole.type.shape == weight.type.shape:
+                # already the matrix (one input channel): pypto 0.2.0's graph verification
+                # fails a reshape of a kernel input to its own shape (FB100E)
+                whole = weight
+            else:
+                code.append(ir.Assign(whole.name, ir.op_reshape(weight, whole.type.shape), span))
             for group in range(geometry.attributes.groups):
                 self.weights[0, group], cut = self.group_slice(whole, group, cog, "matrix")
                 code += cut
@@ -656,7 +662,7 @@ class _ConvPhase:
                 self.tile(part.type.shape, f"group {group}: the weight, exchanged"),
                 ir.Assign(
                     exchanged.name,
-                    ir.Op("swap", (part,), exchanged.type, span, ir.Swap(0, 1)),
+                    ir.op("swap", part, span=span, attributes=ir.Swap(0, 1)),
                     span,
                 ),
                 self.tile(exchanged.type.shape, f"group {group}: the weight's matrix"),
@@ -679,7 +685,8 @@ class _ConvPhase:
         cut = ir.Slice(
             (group * rows, *(0,) * (rank - 1)), ((group + 1) * rows, *(None,) * (rank - 1))
         )
-        return part, [ir.Assign(part.name, ir.Op("slice", (whole,), part.type, span, cut), span)]
+        crop = ir.op("slice", whole, span=span, attributes=cut)
+        return part, [ir.Assign(part.name, crop, span)]
 
     def tap_columns(self) -> list[ir.Instruction]:
         """A depthwise convolution's weight [C, taps]: each tap's column [C, 1]."""
@@ -691,7 +698,7 @@ class _ConvPhase:
             column = self.ref(ir.generated_name(f"tap{tap}", self.weight.name), (channels, 1))
             cut = ir.Slice((0, tap), (None, tap + 1))
             code.append(
-                ir.Assign(column.name, ir.Op("slice", (weight,), column.type, span, cut), span)
+                ir.Assign(column.name, ir.op("slice", weight, span=span, attributes=cut), span)
             )
             self.weights[tap, 0] = column
         return code
@@ -814,16 +821,16 @@ class _ConvPhase:
                     continue
                 if edge not in zeros:
                     fill_shape = (ci, *extents[:axis], edge, *extents[axis + 1 :])
-                    fill = ir.Op("fill", (), self.typed(fill_shape), span, ir.Fill(0.0))
+                    fill = ir.op(
+                        "fill", span=span, attributes=ir.Fill(0.0), type=self.typed(fill_shape)
+                    )
                     name = ir.generated_name(f"zeros{axis}{'' if not zeros else 'b'}", self.x.name)
                     code.append(ir.Assign(name, fill, span))
                     zeros[edge] = self.ref(name, fill_shape)
                 joined_shape = list(value.type.shape)
                 joined_shape[axis + 1] += edge
                 pair = (zeros[edge], value) if at_front else (value, zeros[edge])
-                value = ir.Op(
-                    "cat", pair, self.typed(tuple(joined_shape)), span, ir.Along(axis + 1)
-                )
+                value = ir.op("cat", *pair, span=span, attributes=ir.Along(axis + 1))
             extents[axis] += front + back
             current = self.ref(ir.generated_name(f"pad{axis}", self.x.name), (ci, *extents))
             code.append(ir.Assign(current.name, value, span))
@@ -840,11 +847,14 @@ class _ConvPhase:
                 names, (column, (*column[:2], gap - 1, *column[3:])), strict=True
             )
         )
-        joined_shape = (*column[:2], gap, *column[3:])
         return [
             ir.Assign(column_ref.name, ir.op_reshape(value, column), span),
-            ir.Assign(zeros_ref.name, ir.Op("fill", (), zeros_ref.type, span, ir.Fill(0.0)), span),
-            ir.Op("cat", (column_ref, zeros_ref), self.typed(joined_shape), span, ir.Along(2)),
+            ir.Assign(
+                zeros_ref.name,
+                ir.op("fill", span=span, attributes=ir.Fill(0.0), type=zeros_ref.type),
+                span,
+            ),
+            ir.op("cat", column_ref, zeros_ref, span=span, attributes=ir.Along(2)),
         ]
 
     def spaced_last(
@@ -863,10 +873,10 @@ class _ConvPhase:
         flat = ir.op_reshape(value, (before, n))
         joined = self.joined_zeros(rows, (1, n, 1, before), gap, axis)
         rows_spaced = self.ref(ir.generated_name(f"joined{axis}", self.x.name), (n * gap, before))
-        back = ir.Op("swap", (rows_spaced,), self.typed((before, n * gap)), span, ir.Swap(0, 1))
+        back = ir.op("swap", rows_spaced, span=span, attributes=ir.Swap(0, 1))
         return [
             self.tile((before, n), f"{purpose}: exchanged"),
-            ir.Assign(rows.name, ir.Op("swap", (flat,), rows.type, span, ir.Swap(0, 1)), span),
+            ir.Assign(rows.name, ir.op("swap", flat, span=span, attributes=ir.Swap(0, 1)), span),
             self.tile((1, n, gap, before), purpose),
             *joined[:-1],
             ir.Assign(rows_spaced.name, ir.op_reshape(joined[-1], rows_spaced.type.shape), span),
@@ -916,12 +926,13 @@ class _ConvPhase:
                 matrix = self.ref(place.named(f"matrix{group}"), (geometry.stacked, columns))
                 code.append(ir.Assign(matrix.name, ir.op_reshape(stack, matrix.type.shape), span))
             product = self.ref(place.named(f"prod{group}"), (geometry.group_out, columns))
-            matmul = ir.Op(
+            matmul = ir.op(
                 "matmul",
-                (self.weights[0, group], matrix),
-                product.type,
-                span,
-                ir.Transposes(False, False),
+                self.weights[0, group],
+                matrix,
+                span=span,
+                attributes=ir.Transposes(False, False),
+                type=product.type,
             )
             code.append(ir.Assign(product.name, matmul, span))
             code += self.assembled(place, product, group, product.type.shape)

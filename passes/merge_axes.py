@@ -17,7 +17,13 @@ import attrs
 from ptodsl import ir, ops
 from ptodsl.diagnostics import SpecError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-from ptodsl.passes.align_axes import POSITIONAL, REDUCTIONS, convolved_values, matmul_operands
+from ptodsl.passes.align_axes import (
+    POSITIONAL,
+    REDUCTIONS,
+    convolved_values,
+    matmul_operands,
+    unread_inputs,
+)
 from ptodsl.target import Target
 
 
@@ -94,6 +100,26 @@ def at_least_two_axes(
     return [[], group]
 
 
+def _long(group: list[int], extents: tuple[int, ...]) -> list[int]:
+    """The axes of `group` longer than 1 (all of them, unless the group holds batch 1)."""
+    return [axis for axis in group if extents[axis] > 1] if len(group) > 1 else group
+
+
+def _reduced_groups(
+    reduced: set[int], result: tuple[int, ...], groups: list[list[int]]
+) -> tuple[int, ...]:
+    """The merged axes a keepdim reduction over frame axes `reduced` (its result's frame
+    shape `result`) reduces: the groups holding a reduced axis, except a group whose kept
+    axes are longer than 1. Every group is uniform, so its reduced axes are then 1 long in
+    the operand and reducing them is no work: batch 1 merged with a 3-D convolution's
+    channels, which BatchNorm3d's statistics reduce over and keep."""
+    return tuple(
+        i
+        for i, group in enumerate(groups)
+        if reduced & set(group) and all(result[axis] == 1 for axis in group if axis not in reduced)
+    )
+
+
 def _matmuls(kernel: ir.Kernel) -> list[ir.Op]:
     return [
         node
@@ -137,9 +163,15 @@ def _cube_groups(matmuls: list[ir.Op], shapes: list[tuple[int, ...]]) -> list[li
     return [rows, [rank - 1]]
 
 
-def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple[int, ...]]):
+def _conv_groups(
+    convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple[int, ...]], kernel: ir.Kernel
+) -> list[list[int]]:
     """A 3-D convolution's result has rank 5: its batch and channel axes merge (PyPTO has
-    rank 4), which every value of the kernel must allow (none broadcasts along one only)."""
+    rank 4), which every value of the kernel must allow: none broadcasts along one of them
+    only (a reduction over the batch keeping the channels), and nothing scans, counts,
+    flips, crops or windows along one of them. Unless one of them is 1 long: at batch 1 the
+    merged axis is the channels, and a reduction or a scan along the batch is no work
+    (`_reduced_groups`, `merge_axes`)."""
     merging = [c for c in convs if ir.ConvGeometry.of(c).merges_batch]
     if not merging:
         return groups
@@ -148,14 +180,52 @@ def _conv_groups(convs: list[ir.Op], groups: list[list[int]], shapes: list[tuple
     def broadcast(shape: tuple[int, ...], axis: int) -> bool:
         return shape[axis] == 1 < full[axis]
 
-    if len(full) != 5 or any(broadcast(shape, 0) != broadcast(shape, 1) for shape in shapes):
-        raise SpecError(
-            "a 3-D convolution's batch and channel axes must merge (PyPTO has rank 4), but a "
-            "value of this kernel broadcasts along one of them only",
-            merging[0].span,
-            note="compute the 3-D convolution in a kernel of its own",
+    both = len(full) == 5 and min(full[0], full[1]) > 1  # else the merged axis is one of them
+    if len(full) != 5 or (
+        both and any(broadcast(shape, 0) != broadcast(shape, 1) for shape in shapes)
+    ):
+        # located at the first value that does (a reduction over the batch, BatchNorm3d's
+        # statistics at batch 2), else at the convolution (an input or output does)
+        apart = (
+            node
+            for stmt in kernel.body
+            for node in ir.walk(stmt.value)
+            if isinstance(node, ir.Op)
+            and isinstance(node.type, ir.TensorType)
+            and node.type.rank == len(full) == 5
+            and broadcast(node.type.shape, 0) != broadcast(node.type.shape, 1)
         )
+        value = next(apart, None)
+        raise SpecError(
+            "a 3-D convolution's batch and channel axes must merge (PyPTO has rank 4), but "
+            f"{'this value' if value else 'an input or output'} is 1 long along one of them "
+            f"only (batch {full[0]}, {full[1]} channels)",
+            (value or merging[0]).span,
+            note="compute the 3-D convolution in a kernel of its own and this in another, or "
+            "run it at batch 1",
+        )
+    if both:
+        for node in _positional_ops(kernel):
+            if ops.positional_axes([attrs.evolve(node, operands=())]) & {0, 1}:
+                raise SpecError(
+                    f"a 3-D convolution's batch and channel axes merge (PyPTO has rank 4), but "
+                    f"`{node.op}` runs along one of them only",
+                    node.span,
+                    note="compute the 3-D convolution in a kernel of its own and this in "
+                    "another, or run it at batch 1",
+                )
     return [[0, 1], [2], [3], [4]]
+
+
+def _positional_ops(kernel: ir.Kernel) -> list[ir.Op]:
+    """The kernel's scans, position counts, flips, concatenations, crops and windows."""
+    kinds = (*ops.POSITIONAL, ops.Kind.SLICE, ops.Kind.WINDOW)
+    return [
+        node
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and ops.lookup(node.op).kind in kinds
+    ]
 
 
 def _conv_layouts(convs: list[ir.Op], kernel: ir.Kernel) -> dict[str, tuple[tuple, ...]]:
@@ -194,7 +264,8 @@ def _weight_layout(weight: ir.Tensor) -> tuple[tuple, ...]:
 def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
     target = ctx.target
     opaque = matmul_operands(kernel)
-    shapes = _tensor_shapes(kernel, opaque)
+    unread = unread_inputs(kernel)  # in their declared layout, as align_axes left them
+    shapes = _tensor_shapes(kernel, opaque | unread)
     matmuls = _matmuls(kernel)
     # The first operands of tensor-by-matrix products: viewed as [rows, K] by `forward`.
     row_merged = {m.operands[0].name for m in matmuls if _by_matrix(m)}
@@ -202,7 +273,7 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
     convolved = convolved_values(kernel)
     opaque |= convolved
     if opaque:
-        groups = _conv_groups(convs, _cube_groups(matmuls, shapes), shapes)
+        groups = _conv_groups(convs, _cube_groups(matmuls, shapes), shapes, kernel)
     else:
         groups = at_least_two_axes(
             _positional_axes_apart(
@@ -220,6 +291,8 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             "reductions that alternate between neighbouring axes keep them apart",
         )
 
+    full = tuple(max(shape[axis] for shape in shapes) for axis in range(len(shapes[0])))
+
     def merged_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(math.prod(shape[axis] for axis in group) for group in groups)
 
@@ -235,17 +308,23 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             or ir.is_cube_matrix(node)
         ):
             return node
-        node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(node.type.shape)))
+        old = node.type.shape  # the frame's extents of this value (its operands are merged)
+        node = attrs.evolve(node, type=attrs.evolve(node.type, shape=merged_shape(old)))
         if isinstance(node, ir.Op) and node.op in REDUCTIONS:
-            reduced = set(node.attrs.axes)
-            axes = tuple(i for i, group in enumerate(groups) if reduced & set(group))
+            axes = _reduced_groups(set(node.attrs.axes), old, groups)
             node = attrs.evolve(node, attrs=attrs.evolve(node.attrs, axes=axes, keepdim=True))
         if isinstance(node, ir.Op) and isinstance(node.attrs, ir.Slice | ir.Window):
-            # a cut or windowed axis is a group of its own; a group of other axes is neither
-            sources = [group[0] if len(group) == 1 else None for group in groups]
+            # a cut or windowed axis is a group of its own (or the one axis longer than 1 of
+            # its group: a 3-D convolution's channels at batch 1); a group of others is neither
+            sources = [
+                only[0] if len(only := _long(group, full)) == 1 else None for group in groups
+            ]
             node = attrs.evolve(node, attrs=node.attrs.moved(sources))
         if isinstance(node, ir.Op) and node.op in POSITIONAL:
-            at = [i for i, group in enumerate(groups) if node.attrs.axis in group]
+            axis = node.attrs.axis
+            at = [i for i, group in enumerate(groups) if axis in group]
+            if at and old[axis] == 1 and len(groups[at[0]]) > 1:
+                at = []  # along batch 1 merged with a 3-D convolution's channels: dropped
             if not at and node.op == "iota":
                 # positions along a dropped axis of size 1 are all 0, as along any other
                 # axis of this all-ones shape
@@ -275,7 +354,7 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         else attrs.evolve(t, kernel_dims=conv_layouts[t.name])
         if t.name in conv_layouts
         else t
-        if t.name in opaque
+        if t.name in opaque or t.name in unread
         else attrs.evolve(t, kernel_dims=merged_dims(t))
         for t in kernel.inputs
     )
@@ -286,4 +365,4 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         else attrs.evolve(stmt, value=ir.map_expr(stmt.value, merged))
         for stmt in kernel.body
     )
-    return attrs.evolve(kernel, inputs=inputs, outputs=outputs, body=body)
+    return attrs.evolve(kernel, inputs=inputs, outputs=outputs, body=body, target_ranks=True)

@@ -19,7 +19,7 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.isolate_reductions import is_conv as is_conv_op
 from ptodsl.passes.isolate_reductions import is_window as is_window_op
-from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.target import PYPTO_0_2_0, Target, ub_use
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -61,38 +61,6 @@ def choose_tile(
         t if axis == last and not balance_last else _balanced(size, t, align if axis == last else 1)
         for axis, (size, t) in enumerate(zip(shape, tile, strict=True))
     )
-
-
-@attrs.frozen
-class UbUse:
-    """What the phase's widest op holds in UB: bytes per tile element (its tensor operands'
-    and result's; a selection's condition uses none) and a fixed workspace (a where of
-    tensors over rows of one 32-byte block: see Target.select_block_workspace_bytes)."""
-
-    bytes_per_element: int
-    workspace: int
-
-
-def ub_use(
-    kernel: ir.Kernel,
-    statements: tuple[int, ...] | list[int],
-    shape: tuple[int, ...],
-    target: Target,
-) -> UbUse:
-    itemsize = ir.compute_itemsize(kernel.body[statements[0]].value)  # the phase's, as tiled
-    widest, selects = 1, False
-    for index in statements:
-        for node in ir.walk(kernel.body[index].value):
-            if not (isinstance(node, ir.Op) and isinstance(node.type, ir.TensorType)):
-                continue
-            definition = ops.lookup(node.op)
-            operands = node.operands[1:] if definition.selects else node.operands
-            held = [o.type for o in (*operands, node) if isinstance(o.type, ir.TensorType)]
-            widest = max(widest, sum(t.dtype.itemsize for t in held))
-            selects |= definition.selects and len(held) == 3  # two tensor branches, result
-    one_block_rows = shape[-1] * itemsize <= target.reduce_align_bytes
-    workspace = target.select_block_workspace_bytes if selects and one_block_rows else 0
-    return UbUse(widest, workspace)
 
 
 def is_matmul(stmt: ir.Stmt) -> bool:
@@ -279,15 +247,12 @@ def plan_conv(conv: ir.Op, target: Target, reads_input: bool = False) -> ir.Conv
             note="use fewer input channels per group or a smaller kernel",
         )
     stacked = geometry.stacked
-    product = ir.Op(
+    product = ir.op(
         "matmul",
-        (
-            ir.Ref("_w", ir.TensorType((geometry.group_out, stacked), conv.type.dtype), conv.span),
-            ir.Ref("_x", ir.TensorType((stacked, chunk * rest), conv.type.dtype), conv.span),
-        ),
-        ir.TensorType((geometry.group_out, chunk * rest), conv.type.dtype),
-        conv.span,
-        ir.Transposes(False, False),
+        ir.Ref("_w", ir.TensorType((geometry.group_out, stacked), conv.type.dtype), conv.span),
+        ir.Ref("_x", ir.TensorType((stacked, chunk * rest), conv.type.dtype), conv.span),
+        span=conv.span,
+        attributes=ir.Transposes(False, False),
     )
     # A block's columns are many: 256-wide blocks still leave every cube core several
     # (#62 at 128 x 126 outputs, 64 channels: 54 us against 71 with 64-wide ones).
@@ -472,6 +437,34 @@ def _narrower_last_axis(kernel: ir.Kernel, statements: list[int], shape: tuple[i
     return any(narrower(node) for i in statements for node in ir.walk(kernel.body[i].value))
 
 
+def _concatenates(kernel: ir.Kernel, statements: list[int]) -> bool:
+    """Whether the phase joins values (`cat`): pypto 0.2.0 tiles a concatenation as copies
+    into its result and refuses one under a vector tile whose last axis is not a multiple of
+    32 bytes, whatever the shapes ("FwkOp tile shape's last dim is not aligned. Last dim
+    bytes: 4": a join along the channels of [N, C, 1] values under a [4, 64, 1] tile)."""
+    return any(
+        isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONCAT
+        for i in statements
+        for node in ir.walk(kernel.body[i].value)
+    )
+
+
+def _stores_a_view(kernel: ir.Kernel, statements: list[int]) -> bool:
+    """Whether the phase stores a crop of a stored tensor (an input, or a value an earlier
+    phase wrote) as it is: `y[:] = pypto.view(x, ...)` is a copy between tensors, which
+    pypto 0.2.0 tiles with the vector tile and refuses when its last axis is not a multiple
+    of 32 bytes ("FwkOp tile shape's last dim is not aligned. Last dim bytes: 8": `y =
+    x[:, :, :7]` of an [N, C, 8, 2] input under a [4, 8, 2] tile). A crop that an op reads
+    is computed in UB and has no such rule."""
+    return any(
+        isinstance(stmt := kernel.body[i], ir.Store)
+        and isinstance(stmt.value, ir.Op)
+        and ops.lookup(stmt.value.op).kind is ops.Kind.SLICE
+        and isinstance(stmt.value.operands[0], ir.Ref)
+        for i in statements
+    )
+
+
 def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
     """The phase's reductions over the last axis."""
     return [
@@ -628,7 +621,9 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             budget = min(target.spill_safe_tile_elements, phase_target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe, last_axis_cap)
-        if row_reductions or _narrower_last_axis(kernel, indexes, shape):
+        joins = _concatenates(kernel, indexes)
+        aligned = joins or _stores_a_view(kernel, indexes)
+        if row_reductions or aligned or _narrower_last_axis(kernel, indexes, shape):
             tile = reduction_aligned(tile, itemsize, phase_target)
         phases.append(ir.Phase(statements=tuple(indexes), shape=shape, tile=tile))
     # plan choices other than the defaults, stated in the plan and the module's docstring

@@ -72,7 +72,6 @@ def lower_spec(
     target: Target = PYPTO_0_2_0,
     tuning: ir.Tuning | str | None = "cached",
     until: str | None = None,
-    verify_each: bool = False,
 ) -> tuple[Lowered, str]:
     """The one driver behind `ptodsl.compile`, `ptodsl compile`, `check`, `coverage` and
     `tune`: the spec lowered with the plan they would all use, and which plan that is.
@@ -90,7 +89,7 @@ def lower_spec(
             origin = f"tuned plan from the tuning cache ({tuning.describe()})"
     elif tuning is not None:
         origin = f"given plan choices ({tuning.describe()})"
-    lowered = lower(source, dims, target, until=until, tuning=tuning, verify_each=verify_each)
+    lowered = lower(source, dims, target, until=until, tuning=tuning)
     return lowered, origin
 
 

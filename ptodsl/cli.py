@@ -182,11 +182,6 @@ def _parser() -> argparse.ArgumentParser:
     compile_command.add_argument(
         "--untuned", action="store_true", help="ignore a plan stored by `ptodsl tune`"
     )
-    compile_command.add_argument(
-        "--verify-each",
-        action="store_true",
-        help="check the IR's invariants after every pass (a violation is an internal error)",
-    )
 
     tune_command = commands.add_parser(
         "tune",
@@ -340,15 +335,12 @@ def _emit(
     source: Source,
     dim_sizes: dict[str, int],
     tuned: bool,
-    verify_each: bool,
     picture: bool,
 ) -> str:
     # Early stages print even when a later pass rejects the spec.
     until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
     tuning = "cached" if tuned else None
-    lowered, origin = lower_spec(
-        source, dim_sizes, tuning=tuning, until=until, verify_each=verify_each
-    )
+    lowered, origin = lower_spec(source, dim_sizes, tuning=tuning, until=until)
     if stage == "ast":
         return format_syntax(lowered.syntax)
     if stage == "ir":
@@ -373,7 +365,6 @@ def _compile(args: argparse.Namespace) -> int:
         source,
         dict(args.dim),
         tuned=not args.untuned,
-        verify_each=args.verify_each,
         picture=args.format == "svg",
     )
     if args.output is None:

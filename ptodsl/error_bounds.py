@@ -130,8 +130,14 @@ class _Evaluator:
         indistinguishable from this one: a kernel reducing those axes would pass."""
         shape = tuple(operands[0].value.shape)
         axes = attributes.axes
+
+        def counted(chosen: tuple[int, ...]) -> set[int]:
+            return {a for a in chosen if shape[a] > 1}
+
         for other in itertools.combinations(range(len(shape)), len(axes)):
-            if other == axes:
+            # Axes 1 long reduce nothing: choices that differ only in those (BatchNorm's
+            # [0, 2, 3] and [1, 2, 3] at batch 1 and one channel) are the same reduction.
+            if counted(other) == counted(axes):
                 continue
             alternative = rule(operands, attrs.evolve(attributes, axes=other))
             if alternative.value.shape != result.value.shape:

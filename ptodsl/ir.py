@@ -586,9 +586,22 @@ def generated_name(kind: str, base: str | None = None) -> str:
     return f"_{kind}" if base is None else f"_{kind}_{base}"
 
 
-def op(name: str, *operands: Expr, span: Span) -> Op:
-    """A new elementwise op whose type follows from its operands."""
-    return Op(name, operands, elementwise_type(operands), span)
+def op(
+    name: str,
+    *operands: Expr,
+    span: Span,
+    attributes: OpAttrs | None = None,
+    type: Type | None = None,  # noqa: A002 - the field it fills
+) -> Op:
+    """A new op, its type from its registry entry's type rule (`ops.type_fault`): every op
+    is built here. `type` gives a layout the rule accepts (a matmul in the kernel's frame),
+    or the type of an op that creates its value; an op the rule refuses is ptodsl's bug."""
+    from ptodsl import ops  # the registry is built on this module's types
+
+    result, fault = ops.type_fault(name, operands, attributes, type)
+    if fault is not None:
+        raise ops.IllTyped(fault)
+    return Op(name, operands, result, span, attributes)
 
 
 def convolutions(kernel: Kernel) -> list[Op]:
@@ -608,13 +621,12 @@ def convolution_macs(kernel: Kernel) -> int:
 
 def op_reshape(value: Expr, shape: tuple[int, ...]) -> Op:
     """`value`'s elements seen as `shape`."""
-    assert isinstance(value.type, TensorType)
-    return Op("reshape", (value,), TensorType(shape, value.type.dtype), value.span, Reshape(shape))
+    return op("reshape", value, span=value.span, attributes=Reshape(shape))
 
 
 def cast(value: Expr, dtype: DType) -> Op:
     """`value` converted to `dtype`."""
-    return Op("cast", (value,), attrs.evolve(value.type, dtype=dtype), value.span, Cast(dtype))
+    return op("cast", value, span=value.span, attributes=Cast(dtype))
 
 
 def map_expr(expr: Expr, rewrite: Callable[[Expr], Expr]) -> Expr:
@@ -858,14 +870,12 @@ class ChannelLaunches:
         return self.count * self.chunk
 
     @property
-    def group_input_text(self) -> str | None:
-        """The first input channel of a launch's groups, from its first output channel
-        `channel`, when some input is cut by groups."""
+    def group_input_ratio(self) -> fractions.Fraction | None:
+        """Input channels per output channel when some input is cut by groups: a launch's
+        groups' first input channel is its first output channel times this."""
         for part in self.inputs:
             if part.numerator != part.denominator:
-                ratio = fractions.Fraction(part.numerator, part.denominator)
-                numerator = "" if ratio.numerator == 1 else f" * {ratio.numerator}"
-                return f"channel{numerator} // {ratio.denominator}"
+                return fractions.Fraction(part.numerator, part.denominator)
         return None
 
     def cut(self, name: str) -> ChannelCut | None:
@@ -881,9 +891,6 @@ class LaunchCut:
     variable: str
     chunk: int
     extent: int
-
-    def index_text(self) -> str:
-        return f"{self.variable} : {self.variable} + {self.chunk}"
 
 
 # The first input channel of a channel launch of a grouped convolution (see ChannelCut)
@@ -974,6 +981,11 @@ class Kernel:
     launches: Launches | None = None  # set by the launches pass when one launch is too big
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
     tuning: Tuning | None = None  # plan choices other than the defaults (`ptodsl tune`'s)
+    # Invariants a pass establishes and every later stage keeps (ptodsl/verify.py checks
+    # them wherever they are claimed): `legalize` leaves only forms of the target,
+    # `merge_axes` only kernel-side values within the target's rank.
+    target_forms: bool = False
+    target_ranks: bool = False
 
     def free_name(self, name: str) -> str:
         """`name`, or `name2`, `name3`, ... where the spec uses it (einsum-style dims `i`,

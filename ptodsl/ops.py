@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, op_types, pytree
 
 
 class Kind(enum.Enum):
@@ -48,6 +48,11 @@ class UnknownOp(LookupError):
     """An op name no entry defines: a bug in the pass or front end that produced it."""
 
 
+class IllTyped(AssertionError):
+    """An op built with operands, attributes or a type its entry's type rule refuses: a bug
+    in the pass or front end that built it."""
+
+
 # Propagation of operand errors in magnitudes, for ptodsl.error_bounds: called with the
 # torch module, the result's float64 value and the operands (value, scale pairs).
 Propagate = Callable[..., object]
@@ -63,6 +68,8 @@ class OpDef:
     arity: int
     spec: str | None = None  # the function name in a spec, when one calls it by name
     fold: Callable[..., float] | None = None  # on Python floats, for constant folding
+    # A Python operator (`{0} + {1}`): the op's spelling in every dialect.
+    operator: str | None = None
     scalar: str | None = None  # Python spelling on compile-time scalars
     torch: str | Mapping[str, str] | None = None  # reference spelling, or one per form
     pypto: str | None = None  # PyPTO spelling; None: always legalized before codegen
@@ -76,11 +83,26 @@ class OpDef:
     # the first operand is a condition PyPTO keeps out of UB, and two tensor branches over
     # rows of one 32-byte block take a workspace (Target.select_block_workspace_bytes)
     selects: bool = False
+    # the type rule (ptodsl.op_types); None: its kind's (`_KIND_TYPE_RULES`)
+    result: op_types.Rule | None = None
 
-    def torch_spelling(self, form: str) -> str | None:
-        if isinstance(self.torch, Mapping):
-            return self.torch.get(form)
-        return self.torch
+    @property
+    def type_rule(self) -> op_types.Rule:
+        rule = self.result or _KIND_TYPE_RULES.get(self.kind)
+        if rule is None:
+            raise UnknownOp(f"op `{self.name}` has no type rule")
+        return rule
+
+    def spelling(self, dialect: str, form: str) -> str | None:
+        """The op's template in one dialect ("scalar", "torch", "pypto"), for its form
+        (`maximum(t,s)`): Python source whose holes `{0}`, `{1}` are operands and `{axis}`
+        and the like attributes (ptodsl.pytree). None: the dialect cannot spell it."""
+        if self.operator is not None:
+            return self.operator
+        spelling = getattr(self, dialect)
+        if isinstance(spelling, Mapping):
+            return spelling.get(form)
+        return spelling
 
 
 def _unary(
@@ -162,9 +184,19 @@ def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
     )
 
 
+_COMPARISON_OPERATORS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
 def _comparison(name: str) -> OpDef:
-    """Spelled infix in every dialect (`ptodsl.pyexpr`)."""
-    return OpDef(name, Kind.COMPARISON, 2, native="t,t t,s", bound=_compare_bound(name))
+    """Spelled as Python's comparison in every dialect."""
+    return OpDef(
+        name,
+        Kind.COMPARISON,
+        2,
+        operator=f"{{0}} {_COMPARISON_OPERATORS[name]} {{1}}",
+        native="t,t t,s",
+        bound=_compare_bound(name),
+    )
 
 
 # ---- error-bound rules of ops that have no elementwise derivative ------------------------
@@ -583,11 +615,12 @@ def _matmul_bound(t, operands, attributes):
 
 
 _OPS = [
-    # ---- arithmetic (spelled infix in every dialect: ptodsl.pyexpr) -----------------------
+    # ---- arithmetic (Python's operators in every dialect) -----------------------------
     OpDef(
         "add",
         Kind.ARITHMETIC,
         2,
+        operator="{0} + {1}",
         native="t,t t,s",
         fold=lambda a, b: a + b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
@@ -596,6 +629,7 @@ _OPS = [
         "sub",
         Kind.ARITHMETIC,
         2,
+        operator="{0} - {1}",
         native="t,t t,s",
         fold=lambda a, b: a - b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
@@ -604,6 +638,7 @@ _OPS = [
         "mul",
         Kind.ARITHMETIC,
         2,
+        operator="{0} * {1}",
         native="t,t t,s",
         fold=lambda a, b: a * b,
         propagate=lambda t, v, a, b: a.scale * b.value.abs() + a.value.abs() * b.scale,
@@ -612,6 +647,7 @@ _OPS = [
         "div",
         Kind.ARITHMETIC,
         2,
+        operator="{0} / {1}",
         native="t,t t,s",
         fold=lambda a, b: a / b,
         propagate=lambda t, v, a, b: _safe_ratio(t, a.scale + v.abs() * b.scale, b.value),
@@ -620,6 +656,7 @@ _OPS = [
         "neg",
         Kind.ARITHMETIC,
         1,
+        operator="-{0}",
         fold=lambda a: -a,
         propagate=lambda t, v, a: a.scale,
         rounds=False,
@@ -869,6 +906,7 @@ _OPS = [
         spec="logsumexp",
         torch="torch.logsumexp({0}, dim={axis}, keepdim={keepdim})",
         attributes=ir.AlongKeep,
+        result=op_types.LOGSUMEXP,
         bound=_logsumexp_bound,
     ),
     # ---- scans ---------------------------------------------------------------------------
@@ -996,9 +1034,16 @@ _OPS = [
         native="t,t",
         bound=_matmul_bound,
     ),
-    OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T"),
-    OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})"),
-    OpDef("expand", Kind.LAYOUT, 1, pypto="pypto.expand_clone({0}, {shape})", attributes=ir.Expand),
+    OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T", result=op_types.TRANSPOSE),
+    OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})", result=op_types.SAME),
+    OpDef(
+        "expand",
+        Kind.LAYOUT,
+        1,
+        pypto="pypto.expand_clone({0}, {shape})",
+        attributes=ir.Expand,
+        result=op_types.EXPAND,
+    ),
     # A window phase's padding and its axis splits (materialise; pypto.reshape runs on
     # values inside a kernel, measured in SIM).
     OpDef(
@@ -1007,6 +1052,7 @@ _OPS = [
         0,
         pypto="pypto.full({shape}, {value}, pypto.{dtype})",
         attributes=ir.Fill,
+        result=op_types.CREATED,
     ),
     OpDef(
         "reshape",
@@ -1017,9 +1063,15 @@ _OPS = [
         native="t",
         attributes=ir.Reshape,
         bound=_exact_bound(lambda t, a, attributes: a.value.reshape(attributes.shape), True),
+        result=op_types.RESHAPE,
     ),
     OpDef(
-        "swap", Kind.LAYOUT, 1, pypto="pypto.transpose({0}, {first}, {second})", attributes=ir.Swap
+        "swap",
+        Kind.LAYOUT,
+        1,
+        pypto="pypto.transpose({0}, {first}, {second})",
+        attributes=ir.Swap,
+        result=op_types.SWAP,
     ),
 ]
 
@@ -1033,21 +1085,57 @@ def lookup(name: str) -> OpDef:
         raise UnknownOp(f"no op `{name}` in ptodsl's op registry") from None
 
 
+# Each kind's type rule; a layout op names its own (`OpDef.result`).
+_KIND_TYPE_RULES = {
+    Kind.ARITHMETIC: op_types.ELEMENTWISE,
+    Kind.ELEMENTWISE: op_types.ELEMENTWISE,
+    Kind.COMPARISON: op_types.ELEMENTWISE,
+    Kind.SELECT: op_types.SELECT,
+    Kind.REDUCTION: op_types.REDUCTION,
+    Kind.ARG_REDUCTION: op_types.ARG_REDUCTION,
+    Kind.AXIS: op_types.SAME,
+    Kind.SCAN: op_types.SAME,
+    Kind.INDEX: op_types.POSITIONS,
+    Kind.REVERSE: op_types.SAME,
+    Kind.MASK: op_types.SAME,
+    Kind.CAST: op_types.CAST,
+    Kind.SLICE: op_types.CROP,
+    Kind.CONCAT: op_types.CONCAT,
+    Kind.WINDOW: op_types.WINDOW,
+    Kind.CONV: op_types.CONV,
+    Kind.MATMUL: op_types.MATMUL,
+}
+
+
+def type_fault(
+    name: str, operands: tuple[ir.Expr, ...], attributes: ir.OpAttrs | None, given: ir.Type | None
+) -> tuple[ir.Type | None, str | None]:
+    """The type an op `name` of these operands and attributes has (`given`, where its rule
+    accepts that layout, else its natural type), and what is wrong with it, if anything:
+    the one rule the front end, the passes (through `ir.op`) and the verifier apply."""
+    definition = lookup(name)
+    if definition.arity != len(operands):
+        return None, f"`{name}` takes {definition.arity} operands, not {len(operands)}"
+    if type(attributes) is not (definition.attributes or type(None)):
+        expected = definition.attributes.__name__ if definition.attributes else "none"
+        return None, f"`{name}` has attributes {attributes!r}, not {expected}"
+    types = [operand.type for operand in operands]
+    try:
+        natural = definition.type_rule.result(types, attributes)
+    except op_types.TypeFault as fault:
+        return None, f"`{name}` {fault}"
+    if given is None:
+        if natural is None:
+            return None, f"`{name}` creates a value: its type must be given"
+        return natural, None
+    if not definition.type_rule.accepts(natural, given):
+        shapes = ", ".join(map(str, types))
+        return None, f"`{name}` of {shapes} has type {given}, not {natural}"
+    return given, None
+
+
 def of_kind(*kinds: Kind) -> tuple[OpDef, ...]:
     return tuple(op for op in _OPS if op.kind in kinds)
-
-
-def spellings(dialect: str) -> dict[str, str]:
-    """Every op's template in one dialect ("scalar", "pypto", "torch"), keyed by name or,
-    for ops spelled per operand kinds, by form (`maximum(t,s)`)."""
-    table: dict[str, str] = {}
-    for op in _OPS:
-        spelling = getattr(op, dialect)
-        if isinstance(spelling, Mapping):
-            table.update(spelling)
-        elif spelling is not None:
-            table[op.name] = spelling
-    return table
 
 
 # Ops that apply element by element and broadcast their operands (NumPy's rules).
@@ -1096,9 +1184,9 @@ def native_forms() -> frozenset[str]:
 
 # What each kind needs from its entry; checked at import.
 _REQUIRED = {
-    Kind.ARITHMETIC: ("fold", "propagate"),
+    Kind.ARITHMETIC: ("operator", "fold", "propagate"),
     Kind.ELEMENTWISE: ("spec", "fold", "scalar", "torch"),
-    Kind.COMPARISON: (),
+    Kind.COMPARISON: ("operator",),
     Kind.SELECT: ("spec", "torch", "pypto"),
     Kind.REDUCTION: ("spec", "torch", "attributes"),
     Kind.ARG_REDUCTION: ("spec", "torch", "attributes"),
@@ -1117,10 +1205,10 @@ _REQUIRED = {
 }
 
 
-# Spelled without a template: infix by ptodsl.pyexpr, matmul by codegen's cube phases,
-# windows and convolutions by materialise's window and convolution phases (pads, reshapes,
-# views, matmuls and elementwise ops).
-_SPELLED_INFIX = (Kind.ARITHMETIC, Kind.COMPARISON, Kind.MATMUL, Kind.WINDOW, Kind.CONV)
+# Spelled in PyPTO without a template: matmul by codegen's cube phases, windows and
+# convolutions by materialise's window and convolution phases (pads, reshapes, views,
+# matmuls and elementwise ops).
+_SPELLED_BY_PHASES = (Kind.MATMUL, Kind.WINDOW, Kind.CONV)
 
 # The attributes passes read by kind: every reduction has axes, every whole-axis op an axis.
 _ATTRIBUTE_FAMILY = {
@@ -1140,6 +1228,24 @@ _ATTRIBUTE_FAMILY = {
 }
 
 
+def _template_faults(op: OpDef) -> list[str]:
+    """Each spelling must parse as a Python expression whose operand holes are the op's."""
+    templates = [op.operator, op.scalar, op.pypto, op.combine]
+    templates += list(op.torch.values()) if isinstance(op.torch, Mapping) else [op.torch]
+    faults = []
+    for text in filter(None, templates):
+        try:
+            pytree.template(text)
+        except SyntaxError:
+            faults.append(f"a spelling that parses (`{text}`)")
+            continue
+        arity = 2 if text is op.combine else op.arity
+        operands = {int(key) for key in pytree.holes(text) if key.isdigit()}
+        if not operands <= set(range(arity)):
+            faults.append(f"operand holes within its {arity} operands (`{text}`)")
+    return faults
+
+
 def _validate() -> None:
     names = [op.name for op in _OPS]
     duplicated = {name for name in names if names.count(name) > 1}
@@ -1151,8 +1257,11 @@ def _validate() -> None:
             missing.append("combine")  # a native reduction may be split by a loop
         if op.kind is not Kind.LAYOUT and (op.propagate is None) == (op.bound is None):
             missing.append("one error-bound rule (propagate or bound)")
-        if op.native and op.pypto is None and op.kind not in _SPELLED_INFIX:
+        if op.native and op.spelling("pypto", "") is None and op.kind not in _SPELLED_BY_PHASES:
             missing.append("pypto (it is native)")
+        missing += _template_faults(op)
+        if op.result is None and op.kind not in _KIND_TYPE_RULES:
+            missing.append("a type rule")
         if missing:
             raise AssertionError(f"op `{op.name}` ({op.kind.value}) lacks {', '.join(missing)}")
         family = _ATTRIBUTE_FAMILY.get(op.kind)

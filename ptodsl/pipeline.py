@@ -81,12 +81,12 @@ def lower(
     target: Target = PYPTO_0_2_0,
     until: str | None = None,
     tuning: ir.Tuning | None = None,
-    verify_each: bool = False,
 ) -> Lowered:
     """Runs the front end and the passes, or stops after the stage named `until` ("check"
     or a pass name); every `SpecError` comes out with its source. Every pass gets the same
-    context: the target's forms and limits and the plan choices `tuning`. `verify_each`
-    checks the IR's invariants after the front end and after every pass (ptodsl.verify)."""
+    context: the target's forms and limits and the plan choices `tuning`. The IR's invariants
+    are checked after the front end and after every pass, always (ptodsl.verify): a
+    violation is a bug in that pass, an internal error, never a kernel emitted from it."""
     context = PassContext(target, tuning or ir.Tuning())
     depth_limit = sys.getrecursionlimit()
     # The passes recurse over expressions, a few frames per level: a flat sum of 331
@@ -97,12 +97,10 @@ def lower(
         checked = typecheck(syntax, dim_sizes)
         stages = []
         kernel = checked
-        if verify_each:
-            verify(kernel, "check", target, PASS_NAMES)
+        verify(kernel, "check", target)
         for name, run in PASSES if until != "check" else ():
-            kernel = run(kernel, context)
-            if verify_each:
-                verify(kernel, name, target, PASS_NAMES)
+            before, kernel = kernel, run(kernel, context)
+            verify(kernel, name, target, before)
             stages.append((name, kernel))
             if name == until:
                 break

@@ -8,8 +8,8 @@ import math
 import attrs
 
 from ptodsl import ir
-from ptodsl.passes.tiling import auto_tiles, ub_use
-from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.passes.tiling import auto_tiles
+from ptodsl.target import PYPTO_0_2_0, Target, ub_use
 
 
 def _phase(kernel: ir.Kernel, phase: ir.Phase, itemsize: int, target: Target) -> dict:

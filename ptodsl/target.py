@@ -8,6 +8,8 @@ registry entry's to say (`ptodsl.ops`).
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ptodsl import ir, ops
@@ -99,3 +101,43 @@ PYPTO_0_2_0 = Target(
     l1_bytes=512 * 1024,
     verify_memory_budget=10 * (1 << 30),
 )
+
+
+@attrs.frozen
+class UbUse:
+    """What the phase's widest op holds in UB: bytes per tile element (its tensor operands'
+    and result's; a selection's condition uses none) and a fixed workspace (a where of
+    tensors over rows of one 32-byte block: see Target.select_block_workspace_bytes)."""
+
+    bytes_per_element: int
+    workspace: int
+
+    def held(self, tile: tuple[int, ...], itemsize: int, target: Target) -> int:
+        """The UB bytes a tile of the phase (of elements of `itemsize`) holds: a row of the
+        last axis in whole 32-byte blocks (a [4096, 1] f32 tile takes as much as [4096, 8]),
+        the workspace too."""
+        align = max(1, target.reduce_align_bytes // itemsize)
+        rows = -(-tile[-1] // align) * align
+        return self.bytes_per_element * math.prod(tile[:-1]) * rows + self.workspace
+
+
+def ub_use(
+    kernel: ir.Kernel,
+    statements: tuple[int, ...] | list[int],
+    shape: tuple[int, ...],
+    target: Target,
+) -> UbUse:
+    itemsize = ir.compute_itemsize(kernel.body[statements[0]].value)  # the phase's, as tiled
+    widest, selects = 1, False
+    for index in statements:
+        for node in ir.walk(kernel.body[index].value):
+            if not (isinstance(node, ir.Op) and isinstance(node.type, ir.TensorType)):
+                continue
+            definition = ops.lookup(node.op)
+            operands = node.operands[1:] if definition.selects else node.operands
+            held = [o.type for o in (*operands, node) if isinstance(o.type, ir.TensorType)]
+            widest = max(widest, sum(t.dtype.itemsize for t in held))
+            selects |= definition.selects and len(held) == 3  # two tensor branches, result
+    one_block_rows = shape[-1] * itemsize <= target.reduce_align_bytes
+    workspace = target.select_block_workspace_bytes if selects and one_block_rows else 0
+    return UbUse(widest, workspace)

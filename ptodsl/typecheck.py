@@ -177,12 +177,6 @@ def _check_nesting(node: s.Expr, depth: int = 0) -> None:
             _check_nesting(child, depth + 1)
 
 
-def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
-    if keepdim:
-        return tuple(1 if axis in axes else size for axis, size in enumerate(shape))
-    return tuple(size for axis, size in enumerate(shape) if axis not in axes)
-
-
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`did you mean `flip`? ` when a known name is close to `name` (a typo), else ''. The
     cutoff is strict: `gelu` is not a typo of `relu`."""
@@ -694,9 +688,7 @@ class _TypeChecker:
         declared = attrs.evolve(output.type, shape=output.declared_shape)
         if value.type != output.type and value.type == declared:
             # `output z: f32[N, 3 * B]` takes a [N, 3B] value: its axis splits, as a reshape's
-            value = ir.Op(
-                "reshape", (value,), output.type, item.value.span, ir.Reshape(output.type.shape)
-            )
+            value = ir.op_reshape(value, output.type.shape)
         if value.type != output.type:
             note = None
             if value.type.dtype != output.type.dtype and not output.type.dtype.is_float:
@@ -791,16 +783,14 @@ class _TypeChecker:
             for size, start, stop in zip(shape, starts, stops, strict=True)
         )
         if cropped != shape:
-            cropped_type = attrs.evolve(value.type, shape=cropped)
             crop = ir.Slice(tuple(starts), tuple(stops))
-            value = ir.Op("slice", (value,), cropped_type, node.span, crop)
+            value = ir.op("slice", value, span=node.span, attributes=crop)
         if not steps:
             return value
         axes = tuple(sorted(steps))
         ones = (1,) * len(axes)
         every = ir.Window(axes, ones, tuple(steps[a] for a in axes), (0,) * len(axes), ones, False)
-        strided = attrs.evolve(value.type, shape=every.result_shape(value.type.shape))
-        return ir.Op("window_max", (value,), strided, node.span, every)
+        return ir.op("window_max", value, span=node.span, attributes=every)
 
     @staticmethod
     def slice_step(cut: s.Slice, tensor: ir.TensorType) -> int:
@@ -881,9 +871,7 @@ class _TypeChecker:
                     node.span,
                     note="a window longer than its padded axis leaves nothing to reduce",
                 )
-        return ir.Op(
-            node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
-        )
+        return ir.op(node.func, operand, span=node.span, attributes=attributes)
 
     def conv(self, node: s.Call) -> ir.Expr:
         """conv(x, w, stride=1, padding=0, dilation=1, groups=1): torch's conv1d, conv2d or
@@ -981,7 +969,7 @@ class _TypeChecker:
                     node.span,
                     note="a dilated kernel longer than the padded axis leaves no output",
                 )
-        return ir.Op(node.func, (x, w), ir.TensorType(shape, x.type.dtype), node.span, attributes)
+        return ir.op(node.func, x, w, span=node.span, attributes=attributes)
 
     def per_axis(
         self,
@@ -1050,18 +1038,8 @@ class _TypeChecker:
                 raise SpecError(
                     f"`cat` mixes dtypes {first.dtype.value} and {other.dtype.value}", item.span
                 )
-            shape = tuple(
-                size + other.shape[a] if a == axis else size
-                for a, size in enumerate(joined.type.shape)
-            )
-            _check_elements(shape, node.span)
-            joined = ir.Op(
-                CONCAT.name,
-                (joined, value),
-                attrs.evolve(first, shape=shape),
-                node.span,
-                ir.Along(axis),
-            )
+            joined = ir.op(CONCAT.name, joined, value, span=node.span, attributes=ir.Along(axis))
+            _check_elements(joined.type.shape, node.span)
         return joined
 
     def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
@@ -1173,7 +1151,9 @@ class _TypeChecker:
             declared = ir.TensorType(tuple(map(math.prod, groups)), operand.type.dtype)
             if declared.rank != 2:
                 raise SpecError("a split axis goes on a 2-D matmul operand only", node.span)
-            operand = ir.Op("reshape", (operand,), declared, node.span, ir.Reshape(declared.shape))
+            operand = ir.op(
+                "reshape", operand, span=node.span, attributes=ir.Reshape(declared.shape)
+            )
         if operand.type.rank not in (2, 3, 4):
             raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
         if not operand.type.dtype.is_float:
@@ -1217,7 +1197,7 @@ class _TypeChecker:
             )
         result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
         _check_elements(result.shape, node.span)
-        product = ir.Op("matmul", (a, b), result, node.span, ir.Transposes(a_trans, b_trans))
+        product = ir.op("matmul", a, b, span=node.span, attributes=ir.Transposes(a_trans, b_trans))
         if not any(isinstance(o, ir.Op) for o in (a, b)):
             return product
         # split axes of the operands split the product's rows or columns alike
@@ -1233,11 +1213,11 @@ class _TypeChecker:
                 note="split the rows of the first operand or the columns of the second",
             )
         logical = ir.TensorType((*a_shape[:-2], *rows, *columns), a.type.dtype)
-        return ir.Op("reshape", (product,), logical, node.span, ir.Reshape(logical.shape))
+        return ir.op("reshape", product, span=node.span, attributes=ir.Reshape(logical.shape))
 
     def expr_Unary(self, node: s.Unary) -> ir.Expr:  # noqa: N802
         operand = self.expr(node.operand)
-        return ir.Op("neg", (operand,), operand.type, node.span)
+        return ir.op("neg", operand, span=node.span)
 
     def expr_Binary(self, node: s.Binary) -> ir.Expr:  # noqa: N802
         if node.op == "matmul":
@@ -1369,8 +1349,7 @@ class _TypeChecker:
                     note="a reshape splits axes or merges adjacent ones, keeping the "
                     "elements' row-major order; one that reorders them is not supported",
                 )
-        result = ir.TensorType(shape, operand.type.dtype)
-        return ir.Op("reshape", (operand,), result, node.span, ir.Reshape(shape))
+        return ir.op("reshape", operand, span=node.span, attributes=ir.Reshape(shape))
 
     def widen(self, node: s.Call) -> ir.Expr:
         """`cast(x, f32)`: a half-precision tensor's values as f32, exactly (f16 inputs, f32
@@ -1481,7 +1460,6 @@ class _TypeChecker:
                 keywords["axis"].value.span if "axis" in keywords else node.span,
                 note="as torch.prod with `dim`; nest prods for more axes",
             )
-        shape = reduced_shape(tensor_type.shape, axes, keepdim)
         attributes = ir.Reduce(axes, keepdim)
         if node.func == "var":
             correction = self.correction(keywords.get("correction"))
@@ -1493,7 +1471,7 @@ class _TypeChecker:
                 )
             attributes = ir.Variance(axes, keepdim, correction)
         op = REDUCTIONS.get(node.func) or EXTREMA[node.func]
-        return ir.Op(op, (operand,), ir.TensorType(shape, tensor_type.dtype), node.span, attributes)
+        return ir.op(op, operand, span=node.span, attributes=attributes)
 
     def index(self, node: s.Call) -> ir.Expr:
         """index(x, axis=a): each position's index along x's axis a, as f32, shaped
@@ -1501,9 +1479,7 @@ class _TypeChecker:
         keywords = self.keywords(node, ("axis",))
         operand = self.tensor_operand(node)
         axis = self.position_axis(node, keywords, operand)
-        shape = tuple(size if a == axis else 1 for a, size in enumerate(operand.type.shape))
-        index_type = attrs.evolve(operand.type, shape=shape)
-        return ir.Op(INDEX.name, (operand,), index_type, node.span, ir.Along(axis))
+        return ir.op(INDEX.name, operand, span=node.span, attributes=ir.Along(axis))
 
     def flip(self, node: s.Call) -> ir.Expr:
         """flip(x, axis=a) or axis=[a, b]: the positions along each axis in reverse order, as
@@ -1519,7 +1495,7 @@ class _TypeChecker:
             )
         flipped = operand
         for axis in self.axes(keywords["axis"], operand.type.rank, node.func):
-            flipped = ir.Op(FLIP.name, (flipped,), operand.type, node.span, ir.Along(axis))
+            flipped = ir.op(FLIP.name, flipped, span=node.span, attributes=ir.Along(axis))
         return flipped
 
     def arg_reduction(self, node: s.Call) -> ir.Expr:
@@ -1532,9 +1508,8 @@ class _TypeChecker:
         )
         axis = self.position_axis(node, keywords, operand, note)
         keepdim = self.flag(keywords.get("keepdim"))
-        shape = reduced_shape(operand.type.shape, (axis,), keepdim)
-        result_type = ir.TensorType(shape, ir.DType.I64)
-        return ir.Op(node.func, (operand,), result_type, node.span, ir.Reduce((axis,), keepdim))
+        attributes = ir.Reduce((axis,), keepdim)
+        return ir.op(node.func, operand, span=node.span, attributes=attributes)
 
     def one_axis(
         self, node: s.Call, keywords: dict[str, s.Keyword], rank: int, note: str | None = None
@@ -1585,17 +1560,12 @@ class _TypeChecker:
         operand = self.tensor_operand(node)
         axis = self.one_axis(node, keywords, operand.type.rank)
         attributes = ir.Along(axis)
-        shape = operand.type.shape
         if node.func == "logsumexp":
-            keepdim = self.flag(keywords.get("keepdim"))
-            attributes = ir.AlongKeep(axis, keepdim)
-            shape = reduced_shape(shape, (axis,), keepdim)
+            attributes = ir.AlongKeep(axis, self.flag(keywords.get("keepdim")))
         elif node.func in SCANS:
             reverse, exclusive = (self.flag(keywords.get(k)) for k in ("reverse", "exclusive"))
             attributes = ir.Scan(axis, reverse, exclusive)
-        return ir.Op(
-            node.func, (operand,), ir.TensorType(shape, operand.type.dtype), node.span, attributes
-        )
+        return ir.op(node.func, operand, span=node.span, attributes=attributes)
 
     def triangle(self, node: s.Call) -> ir.Expr:
         """triu(x, diagonal=k) / tril(x, diagonal=k) over the last two axes, as in torch."""
@@ -1614,7 +1584,7 @@ class _TypeChecker:
             if not isinstance(literal, s.Number) or literal.value != int(literal.value):
                 raise SpecError("diagonal is an integer literal, e.g. `diagonal=-1`", value.span)
             diagonal = int(literal.value) * (-1 if isinstance(value, s.Unary) else 1)
-        return ir.Op(node.func, (operand,), operand.type, node.span, ir.Triangle(diagonal))
+        return ir.op(node.func, operand, span=node.span, attributes=ir.Triangle(diagonal))
 
     def batchmean(self, operand: ir.Expr, span: Span) -> ir.Expr:
         """sum over every axis divided by the leading dim (torch's reduction="batchmean")."""
@@ -1622,9 +1592,7 @@ class _TypeChecker:
             raise SpecError("`batchmean` needs a tensor with a leading (batch) axis", span)
         tensor_type = operand.type
         attributes = ir.Reduce(tuple(range(tensor_type.rank)), keepdim=False)
-        return ir.Op(
-            "batchmean", (operand,), ir.TensorType((), tensor_type.dtype), span, attributes
-        )
+        return ir.op("batchmean", operand, span=span, attributes=attributes)
 
     @staticmethod
     def is_reduction(node: s.Call) -> bool:
@@ -1698,7 +1666,7 @@ class _TypeChecker:
 
     def elementwise(self, op: str, operands: tuple[ir.Expr, ...], span: Span) -> ir.Expr:
         if all(ir.is_scalar(o) for o in operands):
-            return ir.Op(op, operands, ir.SCALAR, span)
+            return ir.op(op, *operands, span=span)
         promoted = working_float(operands)
         operands = tuple(as_float(o, promoted) for o in operands)
         tensors = [o for o in operands if isinstance(o.type, ir.TensorType)]
@@ -1714,7 +1682,7 @@ class _TypeChecker:
                 raise SpecError(f"shapes {shapes} do not broadcast", span)
             shape = merged
         _check_elements(shape, span)
-        return ir.Op(op, operands, ir.TensorType(shape, dtypes.pop()), span)
+        return ir.op(op, *operands, span=span)
 
 
 def working_float(values: list[ir.Expr] | tuple[ir.Expr, ...]) -> ir.DType:

@@ -1,9 +1,11 @@
-"""The IR verifier: the invariants each stage of the pipeline promises, checked between
-passes (`lower(..., verify_each=True)`, `ptodsl compile --verify-each`, and after every pass
-of every example in the tests). A violation is a bug in the pass that produced the IR, so
-it is an internal error naming that pass, never a spec error.
+"""The IR verifier: the invariants the IR carries, checked after the front end and after
+every pass of every compilation (`pipeline.lower`, always). A violation is a bug in the
+pass that produced the IR, so it is an internal error naming that pass, never a spec error.
+What is checked follows from the IR itself, not from where the pass stands in the pipeline:
+what the kernel claims (`target_forms`, `target_ranks`), whether it has a schedule, loops,
+partial results, a program; the stage's name only names the IR in the message.
 
-Every stage:
+Every IR:
 - every op has an entry in the op registry, and attributes of exactly the class the entry
   names (none when it names none);
 - every name is defined before it is used (inputs, params, earlier lets), no let is bound
@@ -14,24 +16,31 @@ Every stage:
   sorted, distinct) and keepdim; a matmul's from its operands and transpose flags; a scan
   has its operand's type and runs along one of its axes, and so does a triangle mask; a
   position count has its operand's extent along its axis and 1 along the others.
-After `legalize`: every tensor op is a form the target supports (or a layout op).
+Where the kernel claims `target_forms` (legalize's): every tensor op is a form the target
+supports (or a layout op).
 Throughout: a crop's bounds lie inside its operand, a concatenation's operands agree off its
 axis, a cast has its attributes' dtype, and no elementwise op computes on integers; a
 window's shape follows from its operand and attributes (torch's pooling rule), one value per
 windowed axis (sorted, distinct, within the rank); a reshape keeps the element count.
-After `merge_axes`: no kernel-side tensor or value has a rank above the target's.
-After `tiling`: every tensor statement is in exactly one phase, phases keep statement
-order, a vector tile has its phase's rank, at least 2 (the cost model undercharges rank-1
-copies), and fits the target's tile budget (its last axis may exceed a short row:
-reductions round it up to PyPTO's 32-byte alignment), and a scan along the last axis keeps
-that axis's tile within the target's scan limit. A window phase holds one window statement
-and a step per windowed axis, in order, each step's block the previous step's result (the
-first the operand, or its loop block), its pad making the axis `rows * stride` long, its
-split that padded block at rank 4, its taps views within the split, and its tiles of the
-right ranks within the tile budget and the auto-tile limit.
-After `loops`: every loop covers its axis exactly (count x chunk + tail), a matmul's M loop
-its rows and a K loop the contraction; no loop splits an axis a scan runs along.
-After `materialise`: every phase of the schedule has its instructions, in order, and
+Where it claims `target_ranks` (merge_axes'): no kernel-side tensor or value has a rank
+above the target's.
+Where it has a schedule (tiling's): every tensor statement is in exactly one phase, phases
+keep statement order, a vector tile has its phase's rank, at least 2 (the cost model
+undercharges rank-1 copies), and fits the target's tile budget (its last axis may exceed a
+short row: reductions round it up to PyPTO's 32-byte alignment), and a scan along the last
+axis keeps that axis's tile within the target's scan limit. A window phase holds one
+window statement and a step per windowed axis, in order, each step's block the previous
+step's result (the first the operand, or its loop block), its pad making the axis `rows *
+stride` long, its split that padded block at rank 4, its taps views within the split, and
+its tiles of the right ranks within the tile budget and the auto-tile limit.
+Where a phase has a loop (loops'): it covers its axis exactly (count x chunk + tail), a
+matmul's M loop its rows and a K loop the contraction; no loop splits an axis a scan runs
+along; every `let` of a looped vector phase whose reduction runs over the loop axis keeps
+one partial result per block (pypto 0.2.0 computes an accumulation into a temporary as
+zeros), in a tensor of its shape with one entry per block on that axis, under a tile of its
+rank within the budget, and no other statement has partial results.
+Where it has a program (materialise's; never without a schedule): every phase of the
+schedule has its instructions, in order, and
 - every name an instruction reads is defined earlier in its scope (the kernel's tensors and
   scalars, earlier instructions of its block or of an enclosing one, the loop's `i` and
   `offset` inside the loop body); names bound in a loop's body or tail are local to it,
@@ -54,16 +63,24 @@ After `materialise`: every phase of the schedule has its instructions, in order,
   tiles were, and every vector tile fits the tile budget;
 - a staging launch belongs to a convolution phase whose plan stages its input, reads only
   that kernel input, and writes its buffer (a new name) whole, as its phase's batch loop.
+Between a pass and the IR before it: the pass drops none of its claims, nor its schedule
+or program; and, once the kernel is in its frame (align_axes), every reduction, scan,
+position count, flip, window and crop of a statement the pass kept still works along the
+same axes, whatever axes it merged, split or dropped: a reduction's reduced axes are never
+merged with axes it keeps, a scan's axis with another axis, and a merged axis is reduced
+(scanned, windowed, cut) exactly when the axes it holds were (axes 1 long aside).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 
 import attrs
 
 from ptodsl import ir, ops
-from ptodsl.target import Target, form
+from ptodsl.target import Target, form, ub_use
 
 _ELEMENTWISE_KINDS = (
     ops.Kind.ARITHMETIC,
@@ -74,46 +91,61 @@ _ELEMENTWISE_KINDS = (
 
 
 class VerifyError(AssertionError):
-    """The IR breaks an invariant its stage promises."""
+    """The IR breaks an invariant it carries."""
 
 
-def _stages_from(stage: str, first: str, order: tuple[str, ...]) -> bool:
-    return stage in order and order.index(stage) >= order.index(first)
-
-
-def verify(kernel: ir.Kernel, stage: str, target: Target, order: tuple[str, ...]) -> None:
-    """Checks `kernel` as it stands after `stage` (a pass name, or "check" for the checked
-    spec); `order` is the pipeline's pass order. Raises VerifyError."""
-    problems = _Verifier(kernel, stage, target, order).problems()
+def verify(kernel: ir.Kernel, stage: str, target: Target, before: ir.Kernel | None = None) -> None:
+    """Checks the invariants `kernel` carries (what it claims: target forms and ranks, a
+    schedule, loops, a program) and, given the IR `before` the pass that made it (verified
+    already), that the pass kept what `before` established. `stage` (a pass name, or
+    "check" for the checked spec) only names the IR in the message. Raises VerifyError."""
+    problems = _Verifier(kernel, target, before).problems()
+    if before is not None:
+        problems += _transition(before, kernel)
     if problems:
         listed = "\n  ".join(problems)
         raise VerifyError(f"the IR after `{stage}` is invalid:\n  {listed}")
 
 
 class _Verifier:
-    def __init__(self, kernel: ir.Kernel, stage: str, target: Target, order: tuple[str, ...]):
+    def __init__(self, kernel: ir.Kernel, target: Target, before: ir.Kernel | None = None):
         self.kernel = kernel
         self.target = target
-        self.legalized = _stages_from(stage, "legalize", order)
-        self.merged = _stages_from(stage, "merge_axes", order)
-        self.tiled = _stages_from(stage, "tiling", order)
-        self.looped = _stages_from(stage, "loops", order)
-        self.materialised = _stages_from(stage, "materialise", order)
         self.found: list[str] = []
+        # every statement's nodes, operands first (one walk, read by every check)
+        self.nodes = [list(ir.walk(stmt.value)) for stmt in kernel.body]
+        # statements whose value a pass left as it was (the same object: the IR is
+        # immutable), under the same claims: their ops were verified with `before`
+        self.kept: set[int] = set()
+        if before is not None and (before.target_forms, before.target_ranks) == (
+            kernel.target_forms,
+            kernel.target_ranks,
+        ):
+            old = _statements_by_key(before)
+            self.kept = {
+                index
+                for key, (index, stmt) in _statements_by_key(kernel).items()
+                if key in old and old[key][1].value is stmt.value
+            }
 
     def problems(self) -> list[str]:
         self.names()
         self.launches()
-        for index, stmt in enumerate(self.kernel.body):
-            for node in ir.walk(stmt.value):
+        for index, nodes in enumerate(self.nodes):
+            if index in self.kept:
+                continue
+            for node in nodes:
                 if isinstance(node, ir.Op):
                     self.op(node, f"statement {index}")
-        if self.merged:
+        if self.kernel.target_ranks:
             self.ranks()
-        if self.tiled:
+        if self.kernel.schedule is not None:
             self.schedule()
-        if self.materialised:
-            _ProgramVerifier(self).program()
+        if self.kernel.program is not None:
+            if self.kernel.schedule is None:
+                self.fail("a program without a schedule")
+            else:
+                _ProgramVerifier(self).program()
         return self.found
 
     def fail(self, message: str) -> None:
@@ -124,7 +156,7 @@ class _Verifier:
         outputs = {t.name for t in self.kernel.outputs}
         stored: list[str] = []
         for index, stmt in enumerate(self.kernel.body):
-            for node in ir.walk(stmt.value):
+            for node in self.nodes[index]:
                 if isinstance(node, ir.Ref) and node.name not in defined:
                     self.fail(f"statement {index} reads `{node.name}` before it is defined")
             if isinstance(stmt, ir.Let):
@@ -191,196 +223,20 @@ class _Verifier:
                     )
 
     def op(self, node: ir.Op, where: str) -> None:
+        """The op's registry entry exists and its type rule gives it the type it has (the
+        rule `ir.op` built it with); a lowered kernel's op is a form its target runs."""
         try:
             definition = ops.lookup(node.op)
         except ops.UnknownOp as error:
             self.fail(f"{where}: {error}")
             return
-        if type(node.attrs) is not (definition.attributes or type(None)):
-            expected = definition.attributes.__name__ if definition.attributes else "none"
-            self.fail(f"{where}: `{node.op}` has attributes {node.attrs!r}, not {expected}")
+        _, fault = ops.type_fault(node.op, node.operands, node.attrs, node.type)
+        if fault is not None:
+            self.fail(f"{where}: {fault}")
             return
-        tensors = [o.type for o in node.operands if isinstance(o.type, ir.TensorType)]
-        if not isinstance(node.type, ir.TensorType):
-            if tensors:
-                self.fail(f"{where}: `{node.op}` of a tensor has a scalar type")
-            return
-        if self.legalized and definition.kind is not ops.Kind.LAYOUT:
-            if not self.target.supports(node):
+        if self.kernel.target_forms and definition.kind is not ops.Kind.LAYOUT:
+            if isinstance(node.type, ir.TensorType) and not self.target.supports(node):
                 self.fail(f"{where}: `{form(node)}` is not a {self.target.name} form")
-        kind = definition.kind
-        if kind in _ELEMENTWISE_KINDS:
-            self.elementwise(node, tensors, where)
-        elif kind is ops.Kind.REDUCTION:
-            self.reduction(node, where)
-        elif kind is ops.Kind.MATMUL:
-            self.matmul(node, where)
-        elif kind in (ops.Kind.SCAN, ops.Kind.MASK, ops.Kind.REVERSE):
-            self.same_type(node, where)
-        elif kind is ops.Kind.INDEX:
-            self.positions(node, where)
-        elif kind is ops.Kind.CAST:
-            self.conversion(node, where)
-        elif kind is ops.Kind.SLICE:
-            self.crop(node, where)
-        elif kind is ops.Kind.CONCAT:
-            self.concatenation(node, where)
-        elif kind is ops.Kind.WINDOW:
-            self.window(node, where)
-        elif kind is ops.Kind.CONV:
-            self.conv(node, where)
-        elif node.op == "reshape":
-            (operand,) = node.operands
-            if operand.type.size != node.type.size or operand.type.dtype != node.type.dtype:
-                self.fail(f"{where}: `reshape` of {operand.type} to {node.type}")
-        elif kind is ops.Kind.ARG_REDUCTION:
-            self.reduction(node, where)
-            if node.type.dtype is not ir.DType.I64 or len(node.attrs.axes) != 1:
-                self.fail(f"{where}: `{node.op}` is not an i64 position along one axis")
-
-    def elementwise(self, node: ir.Op, tensors: list[ir.TensorType], where: str) -> None:
-        shape: tuple[int, ...] | None = ()
-        for tensor in tensors:
-            shape = None if shape is None else ir.broadcast_shapes(shape, tensor.shape)
-        if shape != node.type.shape:
-            shapes = ", ".join(str(t) for t in tensors)
-            self.fail(f"{where}: `{node.op}` of {shapes} has shape {list(node.type.shape)}")
-        # where's condition is boolean; its branches, like every other op's operands, agree.
-        dtypes = {t.dtype for t in tensors[1 if node.op == "where" else 0 :]}
-        if len(dtypes) > 1:
-            self.fail(f"{where}: `{node.op}` mixes dtypes")
-        if not all(t.dtype.is_float for t in tensors) or not node.type.dtype.is_float:
-            self.fail(f"{where}: `{node.op}` computes on integers (convert them first)")
-
-    def crop(self, node: ir.Op, where: str) -> None:
-        """A crop: per axis, its extent is stop - start within the operand, or the operand's
-        whole extent where the axis is not cut."""
-        (operand,) = node.operands
-        starts, stops, shape = node.attrs.starts, node.attrs.stops, operand.type.shape
-        if not len(starts) == len(stops) == len(shape) == node.type.rank:
-            self.fail(f"{where}: `slice` of {operand.type} with bounds of another rank")
-            return
-        for axis, (start, stop, size) in enumerate(zip(starts, stops, shape, strict=True)):
-            inside = start == 0 if stop is None else 0 <= start < stop <= size
-            if not inside:
-                self.fail(f"{where}: `slice` bounds {start}:{stop} on an axis of {size}")
-            elif node.type.shape[axis] != (size if stop is None else stop - start):
-                self.fail(f"{where}: `slice` along axis {axis} is {node.type} of {operand.type}")
-
-    def concatenation(self, node: ir.Op, where: str) -> None:
-        """Two values equal on every axis but `axis`, whose extents add up there."""
-        a, b = (o.type for o in node.operands)
-        axis = node.attrs.axis
-        joined = a.rank == b.rank == node.type.rank and a.dtype == b.dtype
-        for i, (x, y, z) in enumerate(zip(a.shape, b.shape, node.type.shape, strict=False)):
-            joined = joined and (z == x + y if i == axis else x == y == z)
-        if not joined:
-            self.fail(f"{where}: `cat` along axis {axis} of {a} and {b} is {node.type}")
-
-    def conv(self, node: ir.Op, where: str) -> None:
-        """A convolution: a declared input and weight of one rank (3 to 5) and dtype, one
-        value per spatial axis, channels that the groups divide, torch's extents (with the
-        batch and channel axes as one where the result has rank 5)."""
-        x, weight = (o.type for o in node.operands)
-        attributes = node.attrs
-        spatial = x.rank - 2
-        per_axis = (attributes.stride, attributes.padding, attributes.dilation)
-        per_axis += (attributes.output_padding,) if isinstance(node.attrs, ir.ConvTranspose) else ()
-        if not (
-            3 <= x.rank <= 5
-            and weight.rank == x.rank
-            and x.dtype == weight.dtype == node.type.dtype
-            and all(len(values) == spatial for values in per_axis)
-            and attributes.groups >= 1
-            and x.shape[1] % attributes.groups == 0
-        ):
-            self.fail(f"{where}: `{node.op}` of {x} by {weight} with {attributes}")
-            return
-        geometry = ir.ConvGeometry.of(node)
-        if (geometry.group_in * attributes.groups != geometry.in_channels) or (
-            geometry.group_out * attributes.groups != geometry.out_channels
-        ):
-            self.fail(f"{where}: `{node.op}`'s groups do not divide its channels")
-        natural = (geometry.batch, geometry.out_channels, *geometry.out)
-        if geometry.merges_batch and node.type.shape == (natural[0] * natural[1], *natural[2:]):
-            return
-        if node.type.shape != natural:
-            self.fail(f"{where}: `{node.op}` of {x} by {weight} is {node.type}, not {natural}")
-
-    def window(self, node: ir.Op, where: str) -> None:
-        """A window: its operand's dtype, the extents torch's pooling rule gives."""
-        (operand,) = node.operands
-        window = node.attrs
-        axes = window.axes
-        per_axis = (window.size, window.stride, window.padding, window.dilation)
-        if (
-            not axes
-            or list(axes) != sorted(set(axes))
-            or not 0 <= axes[0] <= axes[-1] < operand.type.rank
-            or any(len(values) != len(axes) for values in per_axis)
-        ):
-            self.fail(f"{where}: `{node.op}` over axes {list(axes)} of {operand.type}")
-            return
-        expected = ir.TensorType(window.result_shape(operand.type.shape), operand.type.dtype)
-        if node.type != expected:
-            self.fail(f"{where}: `{node.op}` of {operand.type} is {node.type}, not {expected}")
-
-    def conversion(self, node: ir.Op, where: str) -> None:
-        """A cast: its operand's shape, the dtype its attributes name."""
-        (operand,) = node.operands
-        expected = attrs.evolve(operand.type, dtype=node.attrs.dtype)
-        if node.type != expected:
-            self.fail(f"{where}: `cast` of {operand.type} has type {node.type}, not {expected}")
-
-    def same_type(self, node: ir.Op, where: str) -> None:
-        """A scan or a mask: its operand's type; a scan along one of its axes."""
-        (operand,) = node.operands
-        if operand.type != node.type:
-            self.fail(f"{where}: `{node.op}` of {operand.type} has type {node.type}")
-        elif isinstance(node.attrs, ir.Along) and not 0 <= node.attrs.axis < operand.type.rank:
-            self.fail(f"{where}: `{node.op}` along axis {node.attrs.axis} of {operand.type}")
-
-    def positions(self, node: ir.Op, where: str) -> None:
-        """A position count: its operand's extent along `axis`, 1 along every other axis; all
-        ones when merge_axes dropped the size-1 axis it counted along (every position 0)."""
-        (operand,) = node.operands
-        axis, shape = node.attrs.axis, operand.type.shape
-        expected = tuple(size if a == axis else 1 for a, size in enumerate(shape))
-        dropped = all(size == 1 for size in node.type.shape) and len(node.type.shape) == len(shape)
-        if not 0 <= axis < len(shape) or (node.type.shape != expected and not dropped):
-            self.fail(f"{where}: `{node.op}` along axis {axis} of {operand.type} is {node.type}")
-
-    def reduction(self, node: ir.Op, where: str) -> None:
-        (operand,) = node.operands
-        if not isinstance(operand.type, ir.TensorType):
-            self.fail(f"{where}: `{node.op}` reduces a scalar")
-            return
-        shape = operand.type.shape
-        axes = node.attrs.axes
-        if sorted(set(axes)) != list(axes) or not all(0 <= a < len(shape) for a in axes):
-            self.fail(f"{where}: `{node.op}` over axes {list(axes)} of a rank-{len(shape)} value")
-            return
-        if node.attrs.keepdim:
-            expected = tuple(1 if a in axes else size for a, size in enumerate(shape))
-        else:
-            expected = tuple(size for a, size in enumerate(shape) if a not in axes)
-        if node.type.shape != expected:
-            self.fail(
-                f"{where}: `{node.op}` over axes {list(axes)} of {list(shape)} has shape "
-                f"{list(node.type.shape)}, not {list(expected)}"
-            )
-
-    def matmul(self, node: ir.Op, where: str) -> None:
-        a, b = (o.type for o in node.operands)
-        if not (isinstance(a, ir.TensorType) and isinstance(b, ir.TensorType)):
-            self.fail(f"{where}: `matmul` of a scalar")
-            return
-        a_shape = a.shape[:-2] + a.shape[-2:][:: -1 if node.attrs.a_trans else 1]
-        b_shape = b.shape[:-2] + b.shape[-2:][:: -1 if node.attrs.b_trans else 1]
-        # the frame may split the product's axes or add axes of size 1 (fold_reshapes)
-        natural = ir.product_shape(node)
-        if a_shape[-1] != b_shape[-2] or not ir.splits_into(natural, node.type.shape):
-            self.fail(f"{where}: `matmul` of {a} and {b} has shape {list(node.type.shape)}")
 
     def ranks(self) -> None:
         limit = self.target.max_rank
@@ -388,8 +244,10 @@ class _Verifier:
             if len(tensor.kernel_shape) > limit:
                 self.fail(f"`{tensor.name}` has kernel rank {len(tensor.kernel_shape)} > {limit}")
         inputs = {tensor.name for tensor in self.kernel.inputs}
-        for index, stmt in enumerate(self.kernel.body):
-            for node in ir.walk(stmt.value):
+        for index, nodes in enumerate(self.nodes):
+            if index in self.kept:
+                continue
+            for node in nodes:
                 if isinstance(node, ir.Ref) and node.name in inputs:
                     continue  # seen by the kernel in its kernel shape, checked above
                 if isinstance(node.type, ir.TensorType) and node.type.rank > limit:
@@ -398,9 +256,6 @@ class _Verifier:
 
     def schedule(self) -> None:
         schedule = self.kernel.schedule
-        if schedule is None:
-            self.fail("no schedule after tiling")
-            return
         tensor_statements = [
             index for index, stmt in enumerate(self.kernel.body) if not ir.is_scalar(stmt.value)
         ]
@@ -428,24 +283,88 @@ class _Verifier:
                 self.fail(f"phase {number}: rank-1 tile {list(phase.tile)}")
             if math.prod(phase.tile) > self.target.max_tile_elements:
                 self.fail(f"phase {number}: tile {list(phase.tile)} exceeds the tile budget")
+            # every op's operands and result share UB, as PyPTO counts them (Target)
+            use = ub_use(self.kernel, phase.statements, phase.shape, self.target)
+            itemsize = ir.compute_itemsize(self.kernel.body[phase.statements[0]].value)
+            held = use.held(phase.tile, itemsize, self.target)
+            if held > self.target.ub_bytes:
+                self.fail(
+                    f"phase {number}: tile {list(phase.tile)} holds {held} bytes of UB, "
+                    f"more than {self.target.ub_bytes}"
+                )
+            # pypto copies a join's operands under the vector tile, whose last axis it
+            # wants in whole 32-byte blocks ("Last dim bytes: 4" otherwise)
+            values = [self.kernel.body[i].value for i in phase.statements]
+            joins = any(
+                isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.CONCAT
+                for value in values
+                for node in ir.walk(value)
+            )
+            if joins and phase.tile[-1] * itemsize % self.target.reduce_align_bytes:
+                self.fail(
+                    f"phase {number}: a join under a last-axis tile of "
+                    f"{phase.tile[-1] * itemsize} bytes, not a multiple of "
+                    f"{self.target.reduce_align_bytes}"
+                )
             scanned = ops.positional_axes(self.kernel.body[i].value for i in phase.statements)
             cap = self.target.max_scan_last_axis_tile
             if len(phase.tile) - 1 in scanned and phase.tile[-1] > cap:
                 self.fail(f"phase {number}: a scan along a last-axis tile above {cap}")
-            if self.looped and phase.loop is not None and phase.loop.axis in scanned:
+            if phase.loop is not None and phase.loop.axis in scanned:
                 self.fail(f"phase {number}: the loop splits axis {phase.loop.axis}, a scan's")
-        if self.looped:
-            for loop in (phase.loop, phase.k_loop):
-                if loop is None:
-                    continue
-                if loop.chunk < 1 or loop.count < 1:
-                    self.fail(f"phase {number}: empty loop {loop}")
-        if not self.looped:
-            return
+        for loop in (phase.loop, phase.k_loop):
+            if loop is not None and (loop.chunk < 1 or loop.count < 1 or loop.tail < 0):
+                self.fail(f"phase {number}: empty loop {loop}")
+        self.partials(number, phase)
         for loop, extent in _loop_extents(self.kernel, phase):
             covered = loop.count * loop.chunk + loop.tail
             if covered != extent:
                 self.fail(f"phase {number}: loop covers {covered} of axis {loop.axis} ({extent})")
+
+    def partials(self, number: int, phase: ir.Phase) -> None:
+        """A looped phase's `let` reductions over its loop axis each keep one partial result
+        per block (a loop never accumulates into a temporary: pypto 0.2.0 computes that as
+        zeros), in a tensor of the statement's shape with one entry per block on that axis,
+        under a tile of its rank within the tile budget; no other statement has one."""
+        where = f"phase {number}"
+        loop = phase.loop
+        if loop is None or phase.cube is not None or phase.conv or phase.window:
+            if phase.partials:
+                self.fail(f"{where}: partial results without a vector loop to split them")
+            return
+        blocks = loop.count + (1 if loop.tail else 0)
+        partials = {partial.statement: partial for partial in phase.partials}
+        if len(partials) != len(phase.partials):
+            self.fail(f"{where}: a statement with two partial results")
+        for index in sorted(set(partials) | set(phase.statements)):
+            stmt = self.kernel.body[index] if 0 <= index < len(self.kernel.body) else None
+            reduces = isinstance(stmt, ir.Let) and loop.axis in _chain_axes(stmt.value)
+            partial = partials.get(index)
+            if partial is None:
+                if reduces:
+                    self.fail(
+                        f"{where}: `{stmt.name}` reduces over the loop's axis {loop.axis} "
+                        "without partial results"
+                    )
+                continue
+            if not reduces or index not in phase.statements:
+                self.fail(
+                    f"{where}: partial results of statement {index}, not a `let` of "
+                    f"this phase reducing over axis {loop.axis}"
+                )
+                continue
+            shape = list(stmt.value.type.shape)
+            shape[loop.axis] = blocks
+            tile = partial.tile
+            if list(partial.shape) != shape:
+                self.fail(
+                    f"{where}: partial results of `{stmt.name}` in "
+                    f"{list(partial.shape)}, not {shape}"
+                )
+            elif len(tile) != len(shape) or min(tile, default=0) < 1:
+                self.fail(f"{where}: tile {list(tile)} for the partials {shape}")
+            elif math.prod(tile) > self.target.max_tile_elements:
+                self.fail(f"{where}: partials' tile {list(tile)} exceeds the tile budget")
 
     def conv_phase(self, number: int, phase: ir.Phase) -> None:
         """A convolution phase: one convolution statement; loops over every batch element
@@ -501,7 +420,7 @@ class _Verifier:
             self.fail(f"{where}: a window phase without a window statement")
             return
         block = list(window.operands[0].type.shape)
-        if self.looped and phase.loop is not None:
+        if phase.loop is not None:
             block[phase.loop.axis] = phase.loop.chunk
         steps = phase.window
         if [step.axis for step in steps] != list(window.attrs.axes):
@@ -537,6 +456,130 @@ class _Verifier:
             block[axis] = step.extent
 
 
+def _chain_axes(node: ir.Expr) -> set[int]:
+    """The axes a statement's chain of reductions reduces (empty if it is not one)."""
+    axes: set[int] = set()
+    while isinstance(node, ir.Op) and isinstance(node.attrs, ir.Reduce):
+        if ops.lookup(node.op).kind is not ops.Kind.REDUCTION:
+            break
+        axes.update(node.attrs.axes)
+        node = node.operands[0]
+    return axes
+
+
+# ---- what a pass keeps: the IR before it against the IR after it -----------------------
+
+
+def _transition(before: ir.Kernel, after: ir.Kernel) -> list[str]:
+    """What `before` established, `after` keeps: the claims (target forms and ranks), the
+    schedule and the program; and, once the kernel is in its frame (align_axes), every op
+    that works along particular axes still works along the same ones, whatever axes a pass
+    merged, split or dropped (see `_axis_roles`)."""
+    found = []
+    for claim in ("target_forms", "target_ranks", "schedule", "program"):
+        had, has = getattr(before, claim), getattr(after, claim)
+        if had not in (None, False) and has in (None, False):
+            found.append(f"drops the {claim.replace('_', ' ')} the IR before it had")
+    if not (_framed(before) and _framed(after)):
+        return found
+    old_statements = _statements_by_key(before)
+    for key, (index, stmt) in _statements_by_key(after).items():
+        _, old = old_statements.get(key, (None, None))
+        if old is None or old.value is stmt.value:
+            continue
+        old_ops = [n for n in ir.walk(old.value) if _axis_roles(n) is not None]
+        new_ops = [n for n in ir.walk(stmt.value) if _axis_roles(n) is not None]
+        if [n.op for n in old_ops] != [n.op for n in new_ops]:
+            continue  # the pass rewrote the statement's ops: nothing to pair them by
+        for was, now in zip(old_ops, new_ops, strict=True):
+            found += _kept_roles(was, now, f"statement {index}")
+    return found
+
+
+def _framed(kernel: ir.Kernel) -> bool:
+    """Whether align_axes put the kernel in one frame of axes (no pass reorders them after)."""
+    return all(t.kernel_dims is not None for t in (*kernel.inputs, *kernel.outputs))
+
+
+def _statements_by_key(kernel: ir.Kernel) -> dict[tuple[str, int], tuple[int, ir.Stmt]]:
+    """Each statement by its name (a let's, or the output a store writes) and which store of
+    that output it is: the same statement before and after a pass that keeps statements."""
+    keyed: dict[tuple[str, int], tuple[int, ir.Stmt]] = {}
+    seen: dict[str, int] = {}
+    for index, stmt in enumerate(kernel.body):
+        name = stmt.name if isinstance(stmt, ir.Let) else stmt.output
+        keyed[name, seen.get(name, 0)] = index, stmt
+        seen[name] = seen.get(name, 0) + 1
+    return keyed
+
+
+def _axis_roles(node: ir.Expr) -> tuple[str, ...] | None:
+    """What an op does along each axis of its operand, for the ops that treat axes apart:
+    a reduction reduces some and keeps the rest; a scan, position count or flip runs along
+    one; a window slides along some, each its own; a crop cuts some, each by its bounds.
+    Axes of one role may merge; axes of two never do. None for every other node."""
+    if not isinstance(node, ir.Op) or not node.operands:
+        return None
+    operand = node.operands[0].type
+    if not isinstance(operand, ir.TensorType):
+        return None
+    rank = operand.rank
+    match node.attrs:
+        case ir.Reduce(axes=axes):
+            return tuple("reduces" if a in axes else "keeps" for a in range(rank))
+        case ir.Window(axes=axes):
+            return tuple(
+                f"slides window {axes.index(a)} along" if a in axes else "keeps"
+                for a in range(rank)
+            )
+        case ir.Slice(starts=starts, stops=stops) if len(starts) == len(stops) == rank:
+            return tuple(
+                "keeps" if stop is None else f"cuts {start}:{stop} of"
+                for start, stop in zip(starts, stops, strict=True)
+            )
+        case ir.Along(axis=axis) if ops.lookup(node.op).kind in ops.POSITIONAL:
+            if ops.lookup(node.op).kind is ops.Kind.CONCAT:
+                return None  # two operands of other extents along the axis
+            # positions along an axis of size 1 are all 0: merge_axes may then name any axis
+            # of the all-ones result (see `positions`)
+            along = node.type.rank == rank and node.type.shape[axis] > 1
+            return tuple("runs along" if a == axis and along else "keeps" for a in range(rank))
+    return None
+
+
+def _kept_roles(was: ir.Op, now: ir.Op, where: str) -> list[str]:
+    """`now` is `was` after a pass that may have merged, split or dropped its operand's
+    axes: per run of axes (old and new with equal products, `ir.regroup`), the old axes
+    longer than 1 have one role (a reduction's reduced axes are never merged with axes it
+    keeps, a scan's axis with any other), and the new axes longer than 1 have it too."""
+    old_shape, new_shape = was.operands[0].type.shape, now.operands[0].type.shape
+    old_roles, new_roles = _axis_roles(was), _axis_roles(now)
+    if math.prod(old_shape) != math.prod(new_shape) or old_roles is None or new_roles is None:
+        return [f"{where}: `{now.op}` of {list(new_shape)} was `{was.op}` of {list(old_shape)}"]
+    found = []
+    for old_axes, new_axes in ir.regroup(old_shape, new_shape):
+        old_long = [a for a in old_axes if old_shape[a] > 1]
+        new_long = [a for a in new_axes if new_shape[a] > 1]
+        roles = {old_roles[a] for a in old_long}
+        if len(roles) > 1:
+            first, *others = old_long
+            other = next(a for a in others if old_roles[a] != old_roles[first])
+            found.append(
+                f"{where}: `{was.op}` {old_roles[first]} axis {first} of {list(old_shape)} "
+                f"and {old_roles[other]} axis {other}, but they are merged into axis "
+                f"{list(new_axes)} of {list(new_shape)}"
+            )
+            continue
+        for axis in new_long:
+            if roles and new_roles[axis] not in roles:
+                (role,) = roles
+                found.append(
+                    f"{where}: `{was.op}` {role} axes {old_long} of {list(old_shape)}, but "
+                    f"{new_roles[axis]} axis {axis} of {list(new_shape)}, which holds them"
+                )
+    return found
+
+
 def _loop_extents(kernel: ir.Kernel, phase: ir.Phase) -> list[tuple[ir.Loop, int]]:
     """Each loop of a phase with the length of the axis it must cover: a vector loop its
     axis, a matmul's M loop the rows, a K loop the contraction."""
@@ -551,6 +594,13 @@ def _loop_extents(kernel: ir.Kernel, phase: ir.Phase) -> list[tuple[ir.Loop, int
 
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # a block's offsets and shape
+
+
+def _variables(index: ir.Index) -> tuple[str, ...]:
+    """The loop (or launch) variables an offset names."""
+    if isinstance(index, ir.Affine):
+        return index.variables
+    return (index,) if isinstance(index, str) else ()
 
 
 def _offset(index: ir.Index, values: dict[str, int]) -> int:
@@ -590,6 +640,7 @@ class _ProgramVerifier:
         self.where = "program"
         self.phase: ir.Phase | None = None
         self.vector_tiles = self.cube_tiles = False
+        self.taken_values: dict[int, tuple[list, dict[str, set[int]]]] = {}
         # a row launch's first row, per launch: views may read it, assemblies may not
         rows = kernel.launches.rows if kernel.launches else None
         self.launch_values = [{}] if rows is None else [{rows.variable: r} for r in rows.firsts]
@@ -687,7 +738,7 @@ class _ProgramVerifier:
                 if source_type is not None:
                     what = f"view `{name}` of `{source}`"
                     for launch in self.launch_values:  # a row launch's views: each launch's
-                        self.within(what, tensor, source_type, offsets, scope, launch)
+                        self.within(what, tensor, source_type, offsets, scope, launch, False)
                 return [(name, tensor)]
             case ir.Assign(name, value):
                 self.expression(value, scope)
@@ -768,6 +819,16 @@ class _ProgramVerifier:
             if name in self.unwritten:
                 return
 
+    def taken(self, iterations: list[dict[str, int]]) -> dict[str, set[int]]:
+        """The values each variable takes over `iterations`, computed once per list (every
+        instruction of a loop's block shares its list; the cache keeps it alive)."""
+        cached = self.taken_values.get(id(iterations))
+        if cached is None:
+            variables = iterations[0].keys() if iterations else ()
+            taken = {v: {values[v] for values in iterations} for v in variables}
+            cached = self.taken_values[id(iterations)] = (iterations, taken)
+        return cached[1]
+
     def within(
         self,
         what: str,
@@ -776,30 +837,59 @@ class _ProgramVerifier:
         offsets: tuple[ir.Index, ...],
         scope: _Scope,
         launch: dict[str, int] | None = None,
+        boxes: bool = True,
     ) -> list[Box]:
         """The block at each iteration's offsets (in one launch), checked to lie within
-        `whole`."""
+        `whole`; with `boxes` false (a view: no coverage to check) an empty list."""
         if block.rank != whole.rank or len(offsets) != whole.rank or block.dtype != whole.dtype:
             self.fail(f"{what}: {block} at {ir.format_indexes(offsets)} in {whole}")
             return []
-        boxes = []
-        for values in scope.iterations:
-            values = values | (launch or {})
-            variables = [
-                v for o in offsets for v in (o.variables if isinstance(o, ir.Affine) else (o,))
-            ]
-            unbound = [v for v in variables if isinstance(v, str) and v not in values]
-            if unbound:
-                self.fail(f"{what}: offset `{unbound[0]}` is not a variable of its loop")
-                return []
-            at = tuple(_offset(o, values) for o in offsets)
-            if any(
-                a < 0 or a + s > w for a, s, w in zip(at, block.shape, whole.shape, strict=True)
-            ):
-                self.fail(f"{what}: {list(block.shape)} at {list(at)} exceeds {list(whole.shape)}")
-                return []
-            boxes.append((at, block.shape))
-        return boxes
+        names = [_variables(offset) for offset in offsets]
+        variables = list(dict.fromkeys(v for axis in names for v in axis))
+        bound = scope.iterations[0].keys() | (launch or {}).keys()
+        unbound = [v for v in variables if v not in bound]
+        if unbound:
+            self.fail(f"{what}: offset `{unbound[0]}` is not a variable of its loop")
+            return []
+
+        def exceeds(at: tuple[int, ...]) -> list[Box]:
+            self.fail(f"{what}: {list(block.shape)} at {list(at)} exceeds {list(whole.shape)}")
+            return []
+
+        if not boxes:
+            # Each axis's offset names its own variables (a loop's, the launch's), which
+            # vary independently: the axes are checked apart, each over the values its
+            # variables take, not over every iteration (a convolution's tap views).
+            taken = self.taken(scope.iterations) | {v: {at} for v, at in (launch or {}).items()}
+            for axis, offset in enumerate(offsets):
+                for combination in itertools.product(*(taken[v] for v in names[axis])):
+                    values = dict(zip(names[axis], combination, strict=True))
+                    at = _offset(offset, values)
+                    if at < 0 or at + block.shape[axis] > whole.shape[axis]:
+                        first = next(
+                            i | (launch or {})
+                            for i in scope.iterations
+                            if all((i | (launch or {}))[v] == values[v] for v in values)
+                        )
+                        return exceeds(tuple(_offset(o, first) for o in offsets))
+            return []
+        iterations = [v | launch for v in scope.iterations] if launch else scope.iterations
+        # An assembled block's place at every iteration, computed once per distinct
+        # combination of the variables its offsets name.
+        if not variables:
+            keys = [()] * len(iterations)
+        elif len(variables) == 1:
+            keys = [(values[variables[0]],) for values in iterations]
+        else:
+            keys = list(map(operator.itemgetter(*variables), iterations))
+        placed: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for key in dict.fromkeys(keys):
+            values = dict(zip(variables, key, strict=True))
+            at = placed[key] = tuple(_offset(o, values) for o in offsets)
+            shapes = zip(at, block.shape, whole.shape, strict=True)
+            if any(a < 0 or a + s > w for a, s, w in shapes):
+                return exceeds(at)
+        return [(placed[key], block.shape) for key in keys]
 
     def covered(self, pieces: dict[str, tuple[ir.TensorType, list[Box]]], what: str) -> None:
         """The blocks assembled into each tensor tile it, each index once: along one axis,

@@ -258,7 +258,7 @@ y = argmax(x, axis=1)
         # the position of the minimum: argmin for argmax
         ("pypto.amax(x, 1, keepdim=True)", "pypto.amin(x, 1, keepdim=True)"),
         # positions counted from 1
-        ("1.0, pypto.DT_FP32), 1) - 1.0)", "1.0, pypto.DT_FP32), 1) - 0.0)"),
+        ("1.0, pypto.DT_FP32), 1) - 1.0", "1.0, pypto.DT_FP32), 1) - 0.0"),
         # int32 where torch returns int64
         ("return y.reshape((8, 32))", "return y.reshape((8, 32)).int()"),
     ],

@@ -46,6 +46,14 @@ weight w: f32[CO, C, 3] = randn
 output y: f32[N, CO, LO]
 y = conv(x, w, stride=3, dilation=4)
 """
+BATCH_NORM_3D = """kernel bn3d
+dims N = 1, C = 3, D = 6, H = 8, W = 8, CO = 4, DO = 4, HO = 6, WO = 6
+input x: f32[N, C, D, H, W]
+weight conv: conv3d(C, CO, 3, bias=false)
+output y: f32[N, CO, DO, HO, WO]
+let a = conv(x)
+y = a - mean(a, axis=[0, 2, 3, 4], keepdim=true)
+"""
 
 CASES = {
     "padded_dilated_grouped_rows_with_a_tail": (PADDED_GROUPED, SMALL_BLOCKS),
@@ -94,6 +102,23 @@ y = relu(conv(x) + x)
 """,
         PYPTO_0_2_0,
     ),
+    # BatchNorm3d's batch statistics after a 3-D convolution at batch 1: the convolution
+    # merges the batch with the channels (PyPTO has rank 4), and the mean over the batch
+    # must keep the merged axis (merge_axes once reduced it, and pypto failed with F21004
+    # at expand_clone)
+    "batch_norm_3d_statistics_at_batch_1": (BATCH_NORM_3D, PYPTO_0_2_0),
+    # and at batch 2 after a 2-D convolution (rank 4: nothing merges with the batch)
+    "batch_norm_2d_statistics_at_batch_2": (
+        """kernel bn2d
+dims N = 2, C = 3, H = 8, W = 8, CO = 4, HO = 6, WO = 6
+input x: f32[N, C, H, W]
+weight conv: conv2d(C, CO, 3, bias=false)
+output y: f32[N, CO, HO, WO]
+let a = conv(x)
+y = a - mean(a, axis=[0, 2, 3], keepdim=true)
+""",
+        PYPTO_0_2_0,
+    ),
     # a convolution of a convolution: the inner result stored as it is computed
     "depthwise_then_pointwise": (
         """kernel separable
@@ -112,7 +137,7 @@ y = pointwise(depthwise(x))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_convolution_matches_torch_in_sim(case):
     text, target = CASES[case]
-    lower(Source(text, f"{case}.pto"), target=target, verify_each=True)
+    lower(Source(text, f"{case}.pto"), target=target)  # verified after every pass
     compiled = ptodsl.compile(text, name=f"{case}.pto", target=target)
     assert_plan_within_limits(compiled.plan)
     report = run_check(compiled)
@@ -228,6 +253,54 @@ def test_a_wrong_convolution_fails(mutant, tmp_path):
     report = run_check(compiled, kernel_path=path)
     assert not report.ok
     assert any(output.mismatched > 0 for output in report.outputs), report.to_json()
+
+
+def test_batch_norm_3d_over_the_wrong_axes_fails(tmp_path):
+    """The kernel of the mean over every axis but the batch (across the channels too) is
+    not BatchNorm3d's: check must reject it in the simulator."""
+    compiled = ptodsl.compile(BATCH_NORM_3D, name="bn3d.pto")
+    across = BATCH_NORM_3D.replace("axis=[0, 2, 3, 4]", "axis=[1, 2, 3, 4]")
+    wrong = ptodsl.compile(across, name="bn3d.pto")
+    path = tmp_path / "wrong.py"
+    path.write_text(wrong.source, encoding="utf-8")
+    report = run_check(compiled, kernel_path=path)
+    assert not report.ok
+    assert any(output.mismatched > 0 for output in report.outputs), report.to_json()
+
+
+BATCH_NORM_STATEMENT = "y = a - mean(a, axis=[0, 2, 3, 4], keepdim=true)"
+
+
+@pytest.mark.parametrize(
+    ("statement", "at"),
+    [
+        # BatchNorm3d's statistics at batch 2: the mean over the batch keeps the channels,
+        # which the 3-D convolution merges with the batch
+        (BATCH_NORM_STATEMENT, "7:9"),
+        # a running total along the channels at batch 2 would run across the batch
+        ("y = cumsum(a, axis=1)", "7:5"),
+    ],
+)
+def test_a_3d_convolution_at_batch_2_refuses_work_along_its_batch_or_channels(statement, at):
+    text = BATCH_NORM_3D.replace("N = 1", "N = 2").replace(BATCH_NORM_STATEMENT, statement)
+    with pytest.raises(ptodsl.SpecError) as refused:
+        ptodsl.compile(text, name="bn3d.pto", tuning=None)
+    rendered = str(refused.value)
+    assert f"bn3d.pto:{at}: error: a 3-D convolution's batch and channel axes " in rendered
+    assert "compute the 3-D convolution in a kernel of its own and this in another" in rendered
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_3d_convolution_at_batch_1_scans_along_its_channels(axis):
+    """At batch 1 the merged axis is the channels: a running total along them runs along
+    it, one along the batch (1 long) is the value itself."""
+    text = BATCH_NORM_3D.replace(BATCH_NORM_STATEMENT, f"y = cumsum(a, axis={axis})")
+    store = lower(Source(text, "scan.pto"), until="merge_axes").kernel.body[-1]
+    if axis == 0:
+        assert isinstance(store.value, ir.Ref)
+    else:
+        assert store.value.op == "cumsum" and store.value.attrs.axis == 0
+        assert store.value.type.shape == (4, 4, 6, 6)
 
 
 CONVOLUTIONS = [

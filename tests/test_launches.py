@@ -502,8 +502,10 @@ def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_p
 
 
 def test_each_launchs_worker_has_the_timeout(worker_per_launch):
+    # launches of 1024 rows: each simulates for several seconds, whatever the load
+    larger = TALL.replace("M = 256, N = 16", "M = 4096, N = 256")
     with pytest.raises(SimulationError, match=r"did not finish within 1\.5 s"):
-        run_check(compiled(TALL), passes="graph", timeout=1.5)
+        run_check(compiled(larger), passes="graph", timeout=1.5)
     assert worker_per_launch == [(4, 1)]
 
 

@@ -179,11 +179,29 @@ def mutants(source: str, dtype: str = "f32") -> tuple[list[tuple[str, str]], lis
                 structural.append((what, replaced(lines, index, *match.span(), new)))
         for match in FLOAT.finditer(line):
             value = float(match.group(1))
+            if value.is_integer() and compares_positions(lines, index, match.start()):
+                continue  # see POSITIONS_COMPARED
             change = CONSTANT_CHANGE[dtype]
             changed = repr(value * (1 + change) + change)
             what = f"line {index + 1}: {match.group(1)} -> {changed}"
             constants.append((what, replaced(lines, index, *match.span(1), changed)))
     return structural, constants
+
+
+# Positions (`pypto.cumsum(pypto.full(...))`, triu's and tril's j - i) are whole numbers:
+# compared with a whole number, a constant moved by a fraction (`>= 0.0` to `>= 0.01`) is an
+# equivalent mutant. test_check_rejects moves the diagonal by whole positions.
+POSITION_COUNT = "pypto.cumsum(pypto.full("
+COMPARISON = re.compile(r"(<=|>=|<|>|==|!=)\s*$")
+
+
+def compares_positions(lines: list[str], index: int, column: int) -> bool:
+    """Whether the constant at `column` of line `index` is compared with positions: a
+    comparison operator just before it, a position count in its statement's lines."""
+    if not COMPARISON.search(lines[index][:column]):
+        return False
+    statement = "".join(lines[max(0, index - 4) : index + 1])
+    return POSITION_COUNT in statement
 
 
 def chosen_mutants(
@@ -219,10 +237,12 @@ def compile_example(path):
 # The fused examples' kernels are the KernelBench examples' codegen after a matmul; those
 # that exercise codegen of their own (a matmul twin, a split product, a window of an
 # intermediate) are mutated, the rest would add CI minutes and no new kind of kernel.
+# KernelBench level 2's GEMM examples are the same kind of kernel again: left out (see
+# issue 41 on the constants they would need inputs to reach).
 MUTATED = [
     p
     for p in EXAMPLES
-    if p.parent.name != "fused"
+    if p.parent.name not in ("fused", "kernelbench-level2")
     or p.stem in ("7_gemm_residual_relu", "13_gemm_group_norm", "14_gemm_avg_pool_gelu_max")
 ]
 

@@ -109,11 +109,10 @@ def test_every_rule_produces_target_forms():
         name, kinds = rule_form[:-1].split("(")
         name, _, variant = name.partition("[")  # cumsum[reverse]: a scan's flags
         operands = tuple(x if kind == "t" else c for kind in kinds.split(","))
-        node = ir.op(name, *operands, span=x.span)
         flags = {flag: True for flag in variant.rstrip("]").split(",") if flag}
         scan = name in ("cumsum", "cumprod")
         op_attrs = ir.Scan(1, **flags) if scan else REDUCTION_ATTRIBUTES.get(name)
-        node = attrs.evolve(node, attrs=op_attrs)
+        node = ir.op(name, *operands, span=x.span, attributes=op_attrs)
         assert not PYPTO_0_2_0.supports(node), f"{rule_form} is supported: its rule never fires"
         kernel = ir.Kernel("k", (), (), (), (), (ir.Let("v", node, x.span),))
         assert all_forms(legalize(kernel)) <= PYPTO_0_2_0.forms, rule_form

@@ -9,9 +9,10 @@ from conftest import EXAMPLES, TINY_TILES
 from hypothesis import given
 from specgen import specs
 
+import ptodsl
 from ptodsl import cli, ir, pipeline
 from ptodsl.diagnostics import Source, SpecError
-from ptodsl.pipeline import PASS_NAMES, lower
+from ptodsl.pipeline import lower
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning import candidates
 from ptodsl.verify import VerifyError, verify
@@ -23,20 +24,20 @@ def source_of(path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_verifies_after_every_pass(path):
-    lower(source_of(path), verify_each=True)
+    lower(source_of(path))  # lower verifies after every pass, always
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_tuning_candidate_verifies(path):
     source = source_of(path)
     for plan in candidates(source, None, PYPTO_0_2_0)[1:]:
-        lower(source, tuning=plan.tuning, verify_each=True)
+        lower(source, tuning=plan.tuning)
 
 
 @given(specs())
 def test_random_specs_verify_after_every_pass(spec):
     try:
-        lower(Source(spec.text, "random.pto"), verify_each=True)
+        lower(Source(spec.text, "random.pto"))
     except SpecError:
         pass  # a legal rejection (e.g. a plan PyPTO cannot take); the verifier ran before it
 
@@ -49,9 +50,9 @@ ELU = Source(
 SUM = Source("kernel s\ninput x: f32[8, 16]\noutput y: f32[8]\ny = sum(x, axis=1)\n", "s.pto")
 
 
-def broken(kernel: ir.Kernel, stage: str, message: str) -> None:
+def broken(kernel: ir.Kernel, stage: str, message: str, before: ir.Kernel | None = None) -> None:
     with pytest.raises(VerifyError, match=message):
-        verify(kernel, stage, PYPTO_0_2_0, PASS_NAMES)
+        verify(kernel, stage, PYPTO_0_2_0, before)
 
 
 def test_the_verifier_catches_broken_ir():
@@ -63,15 +64,19 @@ def test_the_verifier_catches_broken_ir():
     unknown = checked.map_body(lambda n: attrs.evolve(n, op="cummax") if n is store.value else n)
     broken(unknown, "check", "no op `cummax`")
     reshaped = attrs.evolve(store.value, type=ir.TensorType((64, 1), ir.DType.F32))
-    broken(attrs.evolve(checked, body=(attrs.evolve(store, value=reshaped),)), "check", "shape")
-    # a form the target lacks, after legalize
+    wrong_type = r"`where` of f32\[64, 512\].* has type f32\[64, 1\], not f32\[64, 512\]"
+    broken(attrs.evolve(checked, body=(attrs.evolve(store, value=reshaped),)), "check", wrong_type)
+    # a form the target lacks, in IR that claims only target forms (as legalize's does)
     tanh = lower(Source(ELU.text.replace("exp(x) - 1.0", "tanh(x)"), "t.pto"), until="check")
-    broken(tanh.checked, "legalize", "`tanh.t.` is not a pypto-0.2.0 form")
+    verify(tanh.checked, "check", PYPTO_0_2_0)  # claiming nothing, it may hold any form
+    legal = attrs.evolve(tanh.checked, target_forms=True)
+    broken(legal, "legalize", "`tanh.t.` is not a pypto-0.2.0 form")
 
     summed = lower(SUM, until="check").checked
     (total,) = summed.body
     wrong_axes = attrs.evolve(total.value, attrs=ir.Reduce((0,), keepdim=False))
-    broken(attrs.evolve(summed, body=(attrs.evolve(total, value=wrong_axes),)), "check", "axes")
+    wrong_sum = r"`sum` of f32\[8, 16\] has type f32\[8\], not f32\[16\]"
+    broken(attrs.evolve(summed, body=(attrs.evolve(total, value=wrong_axes),)), "check", wrong_sum)
     # attributes of another op family, or none where the entry names a class
     untyped = attrs.evolve(total.value, attrs=ir.Along(0))
     broken(attrs.evolve(summed, body=(attrs.evolve(total, value=untyped),)), "check", "not Reduce")
@@ -109,7 +114,7 @@ class Materialised:
     def __init__(self, source: Source, target=TINY_TILES):
         self.target = target
         self.kernel = lower(source, target=target).kernel
-        verify(self.kernel, "materialise", target, PASS_NAMES)  # intact, it verifies
+        verify(self.kernel, "materialise", target)  # intact, it verifies
 
     def code(self, phase: int) -> tuple:
         return self.kernel.program.phases[phase].instructions
@@ -132,7 +137,7 @@ class Materialised:
 
     def broken(self, kernel: ir.Kernel, message: str) -> None:
         with pytest.raises(VerifyError, match=message):
-            verify(kernel, "materialise", self.target, PASS_NAMES)
+            verify(kernel, "materialise", self.target)
 
 
 def test_the_verifier_catches_broken_materialised_names_and_types():
@@ -244,18 +249,172 @@ def test_the_verifier_catches_broken_loops_tiles_and_accumulations():
     )
 
 
-def test_verify_each_makes_a_broken_pass_an_internal_error(monkeypatch, tmp_path, capsys):
+def test_lower_verifies_without_being_asked(monkeypatch, tmp_path, capsys):
+    """Every compile verifies after every pass: a pass that breaks an invariant makes the
+    compile an internal error naming it, never a kernel (there is no option to skip it)."""
+
     def drops_the_body(kernel, ctx):
         return attrs.evolve(kernel, body=())
 
-    passes = (*pipeline.PASSES[:3], ("cse", drops_the_body), *pipeline.PASSES[4:])
+    passes = tuple(
+        (name, drops_the_body if name == "cse" else run) for name, run in pipeline.PASSES
+    )
     monkeypatch.setattr(pipeline, "PASSES", passes)
     spec = tmp_path / "k.pto"
     spec.write_text(ELU.text, encoding="utf-8")
-    assert cli.main(["compile", str(spec), "--verify-each", "--emit", "ir"]) == 0
+    assert cli.main(["compile", str(spec), "--emit", "ir"]) == 0  # before the broken pass
     capsys.readouterr()
-    assert cli.main(["compile", str(spec), "--verify-each"]) == cli.EXIT_INTERNAL
+    assert cli.main(["compile", str(spec)]) == cli.EXIT_INTERNAL
     assert "the IR after `cse` is invalid" in capsys.readouterr().err
+    with pytest.raises(VerifyError, match="the IR after `cse` is invalid"):
+        ptodsl.compile(ELU.text, name="k.pto", tuning=None)
+    # the option that once turned verification on is gone: a usage error
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["compile", str(spec), "--verify-each"])
+    assert usage.value.code == cli.EXIT_USAGE
+
+
+def test_lower_catches_a_pass_that_merges_a_reduced_axis_with_a_kept_one(monkeypatch):
+    """merge_axes as it was: BatchNorm3d's statistics at batch 1 reduced every group holding
+    a reduced axis, the batch merged with the channels among them (pypto then failed at
+    simulation, F21004 at expand_clone)."""
+    from ptodsl.passes import merge_axes
+
+    def every_group_holding_one(reduced, result, groups):
+        return tuple(i for i, group in enumerate(groups) if reduced & set(group))
+
+    lower(BATCH_NORM_3D)
+    monkeypatch.setattr(merge_axes, "_reduced_groups", every_group_holding_one)
+    with pytest.raises(VerifyError, match="after `merge_axes`") as raised:
+        lower(BATCH_NORM_3D)
+    assert (
+        "`sum` keeps axes [1] of [1, 4, 4, 6, 6], but reduces axis 0 of [4, 4, 6, 6], which "
+        "holds them"
+    ) in str(raised.value)
+
+
+BATCH_NORM_3D = Source(
+    "kernel bn\ninput x: f32[1, 3, 6, 8, 8]\nweight conv: conv3d(3, 4, 3, bias=false)\n"
+    "output y: f32[1, 4, 4, 6, 6]\nlet a = conv(x)\n"
+    "y = a - mean(a, axis=[0, 2, 3, 4], keepdim=true)\n",
+    "bn.pto",
+)
+
+
+def framed(text: str, until: str = "align_axes") -> ir.Kernel:
+    """The kernel of a one-statement spec in its frame, as merge_axes gets it."""
+    return lower(Source(text, "f.pto"), until=until).kernel
+
+
+def with_value(kernel: ir.Kernel, value: ir.Expr) -> ir.Kernel:
+    """`kernel` with its one statement's value replaced (as a broken pass would)."""
+    (stmt,) = kernel.body
+    return attrs.evolve(kernel, body=(attrs.evolve(stmt, value=value),))
+
+
+def test_the_verifier_rejects_axes_merged_across_what_an_op_does_along_them():
+    f32 = ir.DType.F32
+    # a sum over axis 2 of [2, 4, 8] merged into [2, 32]: well typed, but the kept axis 1
+    # is summed with the reduced one
+    before = framed(
+        "kernel r\ninput x: f32[2, 4, 8]\noutput y: f32[2, 4, 1]\n"
+        "y = sum(x, axis=2, keepdim=true)\n"
+    )
+    (stmt,) = before.body
+    x = ir.Ref("x", ir.TensorType((2, 32), f32), stmt.span)
+    summed = attrs.evolve(
+        stmt.value,
+        operands=(x,),
+        type=ir.TensorType((2, 1), f32),
+        attrs=ir.Reduce((1,), keepdim=True),
+    )
+    after = with_value(before, summed)
+    verify(after, "merge_axes", PYPTO_0_2_0)  # alone, the merged IR is consistent
+    broken(
+        after,
+        "merge_axes",
+        r"`sum` keeps axis 1 of \[2, 4, 8\] and reduces axis 2, but they are merged into "
+        r"axis \[1\] of \[2, 32\]",
+        before,
+    )
+    # the batch (1 long) left out of the merged reduction is right; the channels it keeps
+    # reduced with it is not
+    before = framed(
+        "kernel b\ninput x: f32[1, 4, 8]\noutput y: f32[1, 4, 8]\n"
+        "y = x - sum(x, axis=[0, 2], keepdim=true)\n"
+    )
+    (stmt,) = before.body
+    reduction = stmt.value.operands[1]
+    x = ir.Ref("x", ir.TensorType((4, 8), f32), stmt.span)
+
+    def merged_reduction(axes: tuple[int, ...]) -> ir.Kernel:
+        shape = tuple(1 if axis in axes else size for axis, size in enumerate((4, 8)))
+        reduced = attrs.evolve(
+            reduction,
+            operands=(x,),
+            type=ir.TensorType(shape, f32),
+            attrs=ir.Reduce(axes, keepdim=True),
+        )
+        value = attrs.evolve(stmt.value, operands=(x, reduced), type=ir.TensorType((4, 8), f32))
+        return with_value(before, value)
+
+    verify(merged_reduction((1,)), "merge_axes", PYPTO_0_2_0, before)
+    broken(
+        merged_reduction((0, 1)),
+        "merge_axes",
+        r"`sum` keeps axes \[1\] of \[1, 4, 8\], but reduces axis 0 of \[4, 8\], which holds",
+        before,
+    )
+    # a running total along axis 1 of [2, 4, 8] merged with axis 0: it would run across rows
+    before = framed(
+        "kernel s\ninput x: f32[2, 4, 8]\noutput y: f32[2, 4, 8]\ny = cumsum(x, axis=1)\n"
+    )
+    (stmt,) = before.body
+    x = ir.Ref("x", ir.TensorType((8, 8), f32), stmt.span)
+    scan = attrs.evolve(
+        stmt.value, operands=(x,), type=x.type, attrs=attrs.evolve(stmt.value.attrs, axis=0)
+    )
+    broken(
+        with_value(before, scan),
+        "merge_axes",
+        r"`cumsum` keeps axis 0 of \[2, 4, 8\] and runs along axis 1, but they are merged",
+        before,
+    )
+
+
+def test_the_verifier_rejects_dropped_claims_and_a_program_without_a_schedule():
+    parts = Materialised(PARTS)
+    kernel = parts.kernel
+    assert kernel.target_forms and kernel.target_ranks
+    broken(attrs.evolve(kernel, target_forms=False), "loops", "drops the target forms", kernel)
+    broken(attrs.evolve(kernel, target_ranks=False), "loops", "drops the target ranks", kernel)
+    broken(attrs.evolve(kernel, program=None), "loops", "drops the program", kernel)
+    broken(attrs.evolve(kernel, schedule=None), "loops", "a program without a schedule")
+
+
+def test_the_verifier_checks_partial_results():
+    """PARTS's phase 0 loops over axis 0 with `s = sum(t * t)`: one partial result per
+    block (3: two chunks and the tail), combined after the loop."""
+    parts = Materialised(PARTS)
+    kernel = parts.kernel
+    phases = kernel.schedule.phases
+    (partial,) = phases[0].partials
+    assert partial.shape == (3, 1)
+
+    def with_partials(*partials) -> ir.Kernel:
+        phase = attrs.evolve(phases[0], partials=partials)
+        return attrs.evolve(kernel, schedule=ir.Schedule((phase, *phases[1:])), program=None)
+
+    verify(with_partials(partial), "loops", TINY_TILES)
+    # accumulating into a temporary: pypto 0.2.0 computes that as zeros
+    broken(with_partials(), "loops", "`s` reduces over the loop's axis 0 without partial")
+    broken(
+        with_partials(attrs.evolve(partial, shape=(2, 1))), "loops", r"in \[2, 1\], not \[3, 1\]"
+    )
+    broken(
+        with_partials(attrs.evolve(partial, statement=0)), "loops", "partial results of statement 0"
+    )
+    broken(with_partials(attrs.evolve(partial, tile=(3,))), "loops", r"tile \[3\] for the partials")
 
 
 # A convolution with two groups whose rows loop (blocks of 2, a tail of 1) nests in its
@@ -424,3 +583,20 @@ def test_the_verifier_catches_broken_row_launches():
     channels = ir.ChannelLaunches(1, 1, ())
     both = attrs.evolve(launches, channels=channels)
     conv.broken(attrs.evolve(conv.kernel, launches=both), "output rows are cut only")
+
+
+def test_the_verifier_counts_ub_as_pypto_does():
+    """A vector phase's tile holds every operand and result of its widest op in UB (a where
+    of two tensor branches: 12 bytes per f32 element): a tile within the element budget
+    can still overflow UB, which PyPTO refuses at simulation time."""
+    looped = lower(ELU).kernel
+    (phase,) = looped.schedule.phases
+    roomy = attrs.evolve(PYPTO_0_2_0, max_tile_elements=1 << 20)  # the element budget aside
+    verify(looped, "tiling", roomy)
+    overflowing = attrs.evolve(looped, schedule=ir.Schedule((attrs.evolve(phase, tile=(64, 512)),)))
+    with pytest.raises(VerifyError, match=r"tile \[64, 512\] holds 393216 bytes of UB"):
+        verify(overflowing, "tiling", roomy)
+    # a last axis of one element takes a whole 32-byte block per row
+    narrow = attrs.evolve(looped, schedule=ir.Schedule((attrs.evolve(phase, tile=(4096, 1)),)))
+    with pytest.raises(VerifyError, match=r"tile \[4096, 1\] holds 393216 bytes of UB"):
+        verify(narrow, "tiling", roomy)
