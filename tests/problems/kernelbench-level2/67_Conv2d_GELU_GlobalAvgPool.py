@@ -1,0 +1,30 @@
+# KernelBench level 2 #67 (v0 shapes), written for ptodsl's tests.
+# Conv2d, GELU, mean over the spatial plane giving a (batch, channels) result.
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = F.adaptive_avg_pool2d(F.gelu(self.conv(x)), 1)  # (B, C, 1, 1)
+        return pooled.flatten(1)
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+height, width = 32, 32
+kernel_size = 3
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
