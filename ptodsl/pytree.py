@@ -5,7 +5,7 @@ them, breaking what does not fit in `WIDTH` columns Black-style (a call one argu
 line, a sum or product one operand per line in parentheses, a long string as adjacent
 literals). Parentheses come from the tree alone (`ast.unparse`'s precedence rules), so an
 expression prints as it is built: a spelling cannot change what it means by where it
-stands. Two statements the `ast` module lacks: `Comment` and `Blank` lines, and `Verbatim`
+stands. Three statements the `ast` module lacks: `Comment` and `Blank` lines, and `Verbatim`
 for fixed helper source (valid Python, checked when it is made).
 
 The registry spells each op as a template of Python source with holes (`{0}` an operand,
@@ -21,7 +21,7 @@ import math
 import re
 import sys
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 # Generated lines stay within ruff's 100 columns, a margin of one kept.
 WIDTH = 99
@@ -124,11 +124,6 @@ def value(python: object) -> ast.expr:
     if python is None or isinstance(python, bool | int | float | str):
         return ast.Constant(python)
     raise TypeError(f"no Python literal for {python!r}")
-
-
-def shape(sizes: Iterable[int | str]) -> ast.expr:
-    """A list of sizes or size names, as PyPTO's calls take shapes."""
-    return ast.List([name(s) if isinstance(s, str) else value(s) for s in sizes], ast.Load())
 
 
 def call(function: str | ast.expr, *arguments: object, **keywords: object) -> ast.Call:
