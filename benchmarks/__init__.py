@@ -20,6 +20,7 @@ __all__ = [
     "EXAMPLES",
     "INTERPRETER_PATTERNS",
     "ROOT",
+    "add_row",
     "example_names",
     "print_table",
     "spec_by_kernel",
@@ -31,6 +32,12 @@ _KERNEL = re.compile(r"^kernel\s+(\w+)", re.MULTILINE)
 def spec_by_kernel() -> dict[str, Path]:
     """Each example spec by its kernel's name (the name baselines are filed under)."""
     return {_KERNEL.search(p.read_text(encoding="utf-8")).group(1): p for p in EXAMPLES}
+
+
+def add_row(rows: list[tuple[str, ...]], row: tuple[str, ...]) -> None:
+    """Adds a benchmark's row and prints it at once (a long run shows its progress)."""
+    rows.append(row)
+    print(" | ".join(row), flush=True)
 
 
 def print_table(rows: list[tuple[str, ...]], failed: int) -> int:
@@ -51,8 +58,13 @@ def example_names(prog: str, doc: str, argv: list[str], default: str) -> list[st
     parser.add_argument(
         "examples",
         nargs="*",
-        choices=sorted(path.stem for path in EXAMPLES),
         metavar="EXAMPLE",
         help=f"example names, such as 9_tall_skinny_matmul (default: {default})",
     )
-    return parser.parse_args(argv).examples
+    # Checked here, not by `choices`: argparse holds an empty list against the choices too.
+    names = parser.parse_args(argv).examples
+    known = {path.stem for path in EXAMPLES}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parser.error(f"no example named {', '.join(unknown)}")
+    return names

@@ -14,7 +14,7 @@ import sys
 import time
 
 import ptodsl
-from benchmarks import CI_DIMS, EXAMPLES, example_names, print_table
+from benchmarks import CI_DIMS, EXAMPLES, add_row, example_names, print_table
 from ptodsl.checking import run_check
 from ptodsl.simulator import SimulationError
 
@@ -35,8 +35,7 @@ def main(argv: list[str]) -> int:
             report = run_check(compiled)
         except SimulationError as error:
             failed += 1
-            rows.append((name, "ERROR: " + str(error).splitlines()[0][:90], "", "", "", ""))
-            print(" | ".join(rows[-1]), flush=True)
+            add_row(rows, (name, "ERROR: " + str(error).splitlines()[0][:90], "", "", "", ""))
             continue
         wall = time.monotonic() - started
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
@@ -44,8 +43,7 @@ def main(argv: list[str]) -> int:
         failed += not report.ok
         verdict = "PASS" if report.ok else "FAIL"
         timing = (f"{report.sim_time_us:.2f}", f"{wall:.0f}", f"{peak:.1f}")
-        rows.append((name, verdict, f"{error:.3g}", *timing))
-        print(" | ".join(rows[-1]), flush=True)
+        add_row(rows, (name, verdict, f"{error:.3g}", *timing))
     return print_table(rows, failed)
 
 

@@ -20,7 +20,7 @@ import time
 import torch
 
 import ptodsl
-from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, example_names, print_table
+from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, add_row, example_names, print_table
 from ptodsl.checking import compare, spec_case
 from ptodsl.codegen import emit_kernelbench
 
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         checked = compiled.lowered.checked
         arguments, state = case.forward_and_state(checked)
         context: dict = {}
-        exec(compile(emit_kernelbench(compiled.kernel, spec.name), "<string>", "exec"), context)
+        exec(compile(emit_kernelbench(compiled.program, spec.name), "<string>", "exec"), context)
         model = context["ModelNew"](**case.init_kwargs)
         model.load_state_dict(state)
         started = time.monotonic()
@@ -58,16 +58,16 @@ def main(argv: list[str]) -> int:
         failed += not ok
         peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         error = max(j.max_abs_error for j in judged)
-        rows.append(
+        add_row(
+            rows,
             (
                 name,
                 "within bounds" if ok else "WRONG",
                 f"{error:.3g}",
                 f"{seconds:.1f}",
                 f"{peak_gb:.1f}",
-            )
+            ),
         )
-        print(" | ".join(rows[-1]), flush=True)
     return print_table(rows, failed)
 
 

@@ -24,7 +24,7 @@ import math
 import attrs
 
 from ptodsl import ir, ops
-from ptodsl.diagnostics import Span, SpecError
+from ptodsl.diagnostics import FrameError, Span
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.twin_operands import read_by
 
@@ -206,7 +206,7 @@ class _Aligner:
                 root = self.axes.find(axis)
                 sizes = [self.axes.size[self.axes.find(p)] for p in parts]
                 if math.prod(sizes) != self.axes.size[root]:
-                    raise SpecError(
+                    raise FrameError(
                         f"this reshape sees {math.prod(sizes)} of an axis of "
                         f"{self.axes.size[root]} elements (a crop or a window of it)",
                         span,
@@ -217,7 +217,7 @@ class _Aligner:
                     continue
                 earlier_sizes = [self.axes.size[self.axes.find(p)] for p in earlier]
                 if earlier_sizes != sizes:
-                    raise SpecError(
+                    raise FrameError(
                         f"this reshape splits an axis into {sizes}, another one into "
                         f"{earlier_sizes}",
                         span,
@@ -240,14 +240,14 @@ class _Aligner:
             None,
         )
         if span is None:
-            raise SpecError(
+            raise FrameError(
                 "the kernel's other values have axes this convolution's result does not; "
                 "ptodsl computes a convolution in its own layout only",
                 conv.span,
                 note="compute the convolution in a kernel of its own (its result an output), "
                 "and the rest in another",
             )
-        raise SpecError(
+        raise FrameError(
             "this reshape splits or adds axes of a convolution's result; ptodsl computes a "
             "convolution in its own layout only",
             span,
@@ -271,7 +271,7 @@ class _Aligner:
                 sizes.update((leaf, size if len(leaves) == 1 else 1) for leaf in leaves)
                 continue
             if size != math.prod(self.axes.size[leaf] for leaf in leaves):
-                raise SpecError(
+                raise FrameError(
                     f"this value has {size} of an axis of "
                     f"{math.prod(self.axes.size[leaf] for leaf in leaves)} that a reshape "
                     "splits; ptodsl splits a whole axis only",
@@ -329,7 +329,7 @@ class _Aligner:
         frames = [[leaf for a in f for leaf in self.leaves(a)] for f in self.all_frames()]
         for frame, node in zip(frames, self.all_nodes(), strict=True):
             if len(set(frame)) != len(frame):
-                raise SpecError(
+                raise FrameError(
                     "broadcasting makes two axes of this value one axis; ptodsl cannot lay out "
                     "such a kernel",
                     node.span,
@@ -346,7 +346,7 @@ class _Aligner:
         while pending:
             ready = next((a for a in pending if before.get(a, set()) <= set(order)), None)
             if ready is None:
-                raise SpecError(
+                raise FrameError(
                     "the axes of these tensors have no common order", self.kernel.outputs[0].span
                 )
             order.append(ready)
@@ -381,7 +381,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
         for position, axis in enumerate(aligner.frame(operand)):
             leaves = aligner.leaves(axis)
             if len(leaves) > 1 and position in along:
-                raise SpecError(
+                raise FrameError(
                     f"`{node.op}` works along an axis that a reshape splits",
                     node.span,
                     note="reshape after it, or split the axis only where it is not cropped, "
@@ -409,7 +409,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             for position, operand in enumerate(node.operands):
                 declared = aligner.input_names | (aligner.convolved if position == 0 else set())
                 if not (isinstance(operand, ir.Ref) and operand.name in declared):
-                    raise SpecError(
+                    raise FrameError(
                         "a convolution of a value the kernel computes is not supported yet",
                         operand.span,
                         note="convolve a declared input, or another convolution's result, by a "

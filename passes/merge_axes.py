@@ -15,7 +15,7 @@ import math
 import attrs
 
 from ptodsl import ir, ops
-from ptodsl.diagnostics import SpecError
+from ptodsl.diagnostics import FrameError
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import (
     POSITIONAL,
@@ -147,14 +147,14 @@ def _cube_groups(matmuls: list[ir.Op], shapes: list[tuple[int, ...]]) -> list[li
     full = [max(shape[axis] for shape in shapes) for axis in rows]
     for shape in shapes:
         if len({shape[axis] == 1 for axis in rows if full[axis] != 1}) > 1:
-            raise SpecError(
+            raise FrameError(
                 "the leading axes of a tensor-by-matrix product must merge into its rows, but "
                 f"a value of shape {list(shape)} broadcasts along some of them only",
                 by_matrix[0].span,
                 note="broadcast over all of the product's leading axes, or none",
             )
     if len(by_matrix) != len(matmuls) or any(m.type.rank != rank for m in by_matrix):
-        raise SpecError(
+        raise FrameError(
             "a tensor-by-matrix product shares its kernel with another matmul or a wider "
             "value; ptodsl cannot lay out both",
             by_matrix[0].span,
@@ -196,7 +196,7 @@ def _conv_groups(
             and broadcast(node.type.shape, 0) != broadcast(node.type.shape, 1)
         )
         value = next(apart, None)
-        raise SpecError(
+        raise FrameError(
             "a 3-D convolution's batch and channel axes must merge (PyPTO has rank 4), but "
             f"{'this value' if value else 'an input or output'} is 1 long along one of them "
             f"only (batch {full[0]}, {full[1]} channels)",
@@ -207,7 +207,7 @@ def _conv_groups(
     if both:
         for node in _positional_ops(kernel):
             if ops.positional_axes([attrs.evolve(node, operands=())]) & {0, 1}:
-                raise SpecError(
+                raise FrameError(
                     f"a 3-D convolution's batch and channel axes merge (PyPTO has rank 4), but "
                     f"`{node.op}` runs along one of them only",
                     node.span,
@@ -247,7 +247,7 @@ def _conv_layouts(convs: list[ir.Op], kernel: ir.Kernel) -> dict[str, tuple[tupl
         w_dims = _weight_layout(inputs[weight.name])
         for name, dims in ((x.name, x_dims), (weight.name, w_dims)):
             if layouts.setdefault(name, dims) != dims:
-                raise SpecError(
+                raise FrameError(
                     f"`{name}` is read by two convolutions in two layouts",
                     conv.span,
                     note="declare a second input for the other convolution",
@@ -283,7 +283,7 @@ def merge_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             target,
         )
     if len(groups) > target.max_rank:
-        raise SpecError(
+        raise FrameError(
             f"this kernel still has {len(groups)} axes after merging; PyPTO handles "
             f"{target.max_rank}",
             kernel.outputs[0].span,

@@ -19,6 +19,7 @@ from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.isolate_reductions import is_conv as is_conv_op
 from ptodsl.passes.isolate_reductions import is_window as is_window_op
+from ptodsl.passes.output_safety import is_assembled
 from ptodsl.target import PYPTO_0_2_0, Target, ub_use
 
 
@@ -455,14 +456,26 @@ def _stores_a_view(kernel: ir.Kernel, statements: list[int]) -> bool:
     pypto 0.2.0 tiles with the vector tile and refuses when its last axis is not a multiple
     of 32 bytes ("FwkOp tile shape's last dim is not aligned. Last dim bytes: 8": `y =
     x[:, :, :7]` of an [N, C, 8, 2] input under a [4, 8, 2] tile). A crop that an op reads
-    is computed in UB and has no such rule."""
+    is computed in UB and has no such rule. So is the copy of a let its phase assembled
+    (`y = h` after `let h = conv(x)`: "Last dim bytes: 16" under a [2, 4, 4, 4] tile)."""
+    assembled = {s.name for s in kernel.body if isinstance(s, ir.Let) and is_assembled(s.value)}
     return any(
         isinstance(stmt := kernel.body[i], ir.Store)
-        and isinstance(stmt.value, ir.Op)
-        and ops.lookup(stmt.value.op).kind is ops.Kind.SLICE
-        and isinstance(stmt.value.operands[0], ir.Ref)
+        and (
+            isinstance(stmt.value, ir.Op)
+            and ops.lookup(stmt.value.op).kind is ops.Kind.SLICE
+            and isinstance(stmt.value.operands[0], ir.Ref)
+            or _copied(stmt.value) in assembled
+        )
         for i in statements
     )
+
+
+def _copied(value: ir.Expr) -> str | None:
+    """The let a store copies (`y <- clone(h)`, or `y <- h`), if it only copies one."""
+    if isinstance(value, ir.Op) and value.op == "clone":
+        (value,) = value.operands
+    return value.name if isinstance(value, ir.Ref) else None
 
 
 def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:

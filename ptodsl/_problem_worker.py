@@ -10,6 +10,7 @@ problem's code does wrong is described in DIR/error.txt, naming the step that di
 from __future__ import annotations
 
 import json
+import math
 import sys
 import traceback
 from collections.abc import Callable
@@ -97,12 +98,26 @@ def _outputs(value: Any) -> list[torch.Tensor]:
 
 
 def _rescale(module: Any, sizes: dict[int, int]) -> list[str]:
-    """Module-level int constants equal to a resized dim's size take its new size."""
+    """Module-level int constants equal to a resized dim's size take its new size, and so
+    do such ints inside a module-level tuple of ints (`bias_shape = (out_channels, 1, 1,
+    1)`, built from a constant when the file was imported)."""
     scaled = []
     for name, value in sorted(vars(module).items()):
-        if type(value) is int and value in sizes and not name.startswith("__"):
-            setattr(module, name, sizes[value])
-            scaled.append(f"{name} = {value} -> {sizes[value]}")
+        if name.startswith("__"):
+            continue
+        if type(value) is int and value in sizes:
+            new = sizes[value]
+        elif (
+            type(value) is tuple
+            and value
+            and all(type(v) is int for v in value)
+            and any(v in sizes for v in value)
+        ):
+            new = tuple(sizes.get(v, v) for v in value)
+        else:
+            continue
+        setattr(module, name, new)
+        scaled.append(f"{name} = {value} -> {new}")
     return scaled
 
 
@@ -133,10 +148,12 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
         p.shape == w.shape and p.dtype == w.dtype for p, w in zip(parameters, weights, strict=False)
     )
     expected = None
+    scales = None
     if fits:
+        scales = [_spread(parameter.detach()) for parameter in parameters]
         with torch.no_grad():
-            for parameter, weight in zip(parameters, weights, strict=True):
-                parameter.copy_(weight)
+            for parameter, weight, scale in zip(parameters, weights, scales, strict=True):
+                parameter.copy_(weight * scale)
         model = model.double()
         # Integer and bool tensors (class targets, masks) keep their dtype, as in float32.
         arguments = [
@@ -151,9 +168,22 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
         "inputs": given,
         "parameters": described,
         "expected": expected,
+        "weight_scales": scales,
         "scaled": scaled,
         "drop_in": drop_in,
     }
+
+
+def _spread(initial: torch.Tensor) -> float:
+    """How far the problem's own initial values of a parameter spread (their standard
+    deviation; a single value's magnitude): the check's random weights are drawn at that
+    scale, so that they meet the layer as the problem's own would. Drawn at 1, a 3-D
+    convolution's 81 taps made outputs of about 9 that a later clamp saturated everywhere
+    (#96 of level 2: every kernel returning its bound would pass). A parameter that starts
+    constant (a norm's ones) keeps 1."""
+    values = initial.double().flatten()
+    spread = values.std().item() if values.numel() >= 2 else values.abs().item()
+    return spread if spread > 0 and math.isfinite(spread) else 1.0
 
 
 def _described(model: torch.nn.Module) -> list[dict[str, Any]]:

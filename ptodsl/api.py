@@ -13,8 +13,9 @@ from ptodsl import ir
 from ptodsl.codegen import emit_pypto
 from ptodsl.diagnostics import Source
 from ptodsl.files import load_module
+from ptodsl.forward import Forward
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.plan import plan_of
+from ptodsl.plan import program_plan
 from ptodsl.reference import emit_reference
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import cached_tuning
@@ -31,25 +32,36 @@ class Compiled:
     def __init__(self, lowered: Lowered, plan_origin: str = "default plan"):
         self.lowered = lowered
         self.plan_origin = plan_origin  # which plan: default, tuned (from the cache), given
-        self.name = lowered.kernel.name
+        self.name = lowered.checked.name
         self.filename = lowered.source.filename
-        self.source = emit_pypto(lowered.kernel, self.filename)
+        self.source = emit_pypto(lowered.forward, self.filename)
         self.reference_source = emit_reference(lowered.checked, self.filename)
-        self.plan = plan_of(lowered.kernel)
+        self.plan = program_plan(lowered.forward)
 
     def __repr__(self) -> str:
-        launches = self.kernel.launches
-        count = 1 if launches is None else launches.total
-        staging = len(self.kernel.program.staging) if self.kernel.program else 0
-        runs = f"{count} launch{'es' if count > 1 else ''}"
-        if staging:
-            runs += f", each after {staging} staging launch{'es' if staging > 1 else ''}"
-        return f"<Compiled {self.name!r} from {self.filename}: {self.plan_origin}, {runs}>"
+        kernels = self.lowered.kernels
+        described = []
+        for kernel in kernels:
+            launches = kernel.launches
+            count = 1 if launches is None else launches.total
+            staging = len(kernel.program.staging) if kernel.program else 0
+            runs = f"{count} launch{'es' if count > 1 else ''}"
+            if staging:
+                runs += f", each after {staging} staging launch{'es' if staging > 1 else ''}"
+            described.append(runs if len(kernels) == 1 else f"{kernel.name}: {runs}")
+        return f"<Compiled {self.name!r} from {self.filename}: {self.plan_origin}, " + (
+            "; ".join(described) + ">"
+        )
 
     @property
     def kernel(self) -> ir.Kernel:
-        """The lowered IR that `source` was generated from."""
+        """The lowered IR that `source` was generated from (of a one-kernel program)."""
         return self.lowered.kernel
+
+    @property
+    def program(self) -> Forward:
+        """The forward program `source` was generated from: its kernels, in call order."""
+        return self.lowered.forward
 
     @functools.cached_property
     def module(self) -> ModuleType:

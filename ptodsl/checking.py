@@ -395,7 +395,8 @@ def _scales(
     checked = compiled.lowered.checked
     params = dict(init_kwargs)
     params.update(zip((p.name for p in checked.forward_params), forward_scalars, strict=True))
-    parts = _sample_parts(checked, compiled.kernel.launches)
+    kernels = compiled.program.kernels
+    parts = _sample_parts(checked, kernels[0].launches) if len(kernels) == 1 else None
     if parts is None:
         with SampleBySample():
             bounded, ambiguities = evaluate_bounds(checked, inputs, params)
@@ -489,7 +490,8 @@ def problem_case(
     ModelNew, built under the seed as a harness builds it, must start with the Model's own
     initial parameters (the same draws). For the numeric check both then get seeded random
     values, matched in `parameters()` order, so that a kernel ignoring a weight cannot pass
-    on ones and zeros."""
+    on ones and zeros, each at the spread of its parameter's own initial values (so that
+    they meet the layer at the problem's scale: `_problem_worker._spread`)."""
     checked = compiled.lowered.checked
     weight_values = {
         tensor.name: make_input(tensor, index, seed)
@@ -506,6 +508,10 @@ def problem_case(
     tensors, scalars = _forward_arguments(checked, run, where)
     _check_parameters(checked, run, where)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
+    assert run.weight_scales is not None
+    # The problem ran with each weight at its parameter's own spread; so does ModelNew.
+    for weight, scale in zip(checked.weights_in_torch_order, run.weight_scales, strict=True):
+        weight_values[weight.name] = weight_values[weight.name] * scale
     by_name = dict(zip((t.name for t in checked.tensor_arguments), tensors, strict=True))
     inputs = [by_name.get(t.name, weight_values.get(t.name)) for t in checked.inputs]
     expected = tuple(run.expected)
@@ -744,7 +750,7 @@ def run_check(
     golden, then each launch simulated. `launch_jobs`: a kernel whose launches run in
     workers of their own runs up to that many at once, as many as fit in the memory
     available (`launches_in_flight`)."""
-    needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
+    needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.program)
     available = available_bytes()
     if needed > available:
         raise CheckTooBig(needed, available)
@@ -770,9 +776,11 @@ def run_check(
         torch.save({"expected": case.expected, "scales": case.scales}, spilled)
         # pypto's own golden comparison is per pass: at graph level it would only repeat,
         # less strictly, the element-wise comparison below, and cost the worker a copy.
-        goldens = _goldens(case, compiled) if verify == "all" else None
+        # (of a one-kernel program: pypto's goldens are one kernel's outputs)
+        single = len(compiled.program.calls) == 1
+        goldens = _goldens(case, compiled) if verify == "all" and single else None
         case = attrs.evolve(case, expected=(), scales=())
-        per_launch = verify == "graph" and sim_memory.worker_per_launch(compiled.kernel)
+        per_launch = verify == "graph" and single and sim_memory.worker_per_launch(compiled.kernel)
         launches = compiled.kernel.launch_count if per_launch else 1
         in_flight = launches_in_flight(compiled.kernel, launch_jobs) if per_launch else 1
         run: SimRun = run_model(
@@ -861,11 +869,11 @@ def launches_in_flight(kernel: ir.Kernel, jobs: int) -> int:
 
 def check_steps(compiled: Compiled) -> int:
     """The steps `run_check` reports: the golden, and each launch of the kernel."""
-    return 1 + compiled.kernel.launch_count
+    return 1 + compiled.program.launch_count
 
 
 def _launch_steps(progress: Progress, compiled: Compiled) -> Callable[[int], None]:
-    total = compiled.kernel.launch_count
+    total = compiled.program.launch_count
     reported = 0
 
     def on_launch(finished: int) -> None:

@@ -23,8 +23,9 @@ from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import EncodingError, Source, SpecError, visible
 from ptodsl.fanout import REPOSITORY, ClusterError, cluster_address
 from ptodsl.files import OutputRefused, write_output
+from ptodsl.forward import format_forward
 from ptodsl.ir import format_kernel
-from ptodsl.picture import plan_svg
+from ptodsl.picture import program_svg
 from ptodsl.pipeline import PASS_NAMES
 from ptodsl.plan import format_plan
 from ptodsl.progress import Progress
@@ -38,7 +39,7 @@ from ptodsl.workers import DEFAULT_TIMEOUT_S
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
-STAGES = ("ast", "ir", *PASS_NAMES, "plan", "pypto", "kernelbench", "torch")
+STAGES = ("ast", "ir", *PASS_NAMES, "forward", "plan", "pypto", "kernelbench", "torch")
 
 
 class UserError(Exception):
@@ -104,6 +105,7 @@ REPOSITORY_SPECS = REPOSITORY / "examples" / "kernelbench"
 BENCHMARKS = (
     "run",
     "full_shapes",
+    "fusion",
     "bounds",
     "interpret",
     "schedule",
@@ -273,6 +275,14 @@ def _parser() -> argparse.ArgumentParser:
         "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
     )
     coverage_command.add_argument(
+        "--dims",
+        type=Path,
+        metavar="FILE",
+        help="a JSON object of spec names (file stems) to the dims each is checked at "
+        '({"19_relu": {"N": 2}}); the problem\'s size constants scale alike; others at full '
+        "shape",
+    ).complete = shtab.FILE
+    coverage_command.add_argument(
         "--json", action="store_true", help="print the rows and the verdict as JSON"
     )
     coverage_command.add_argument(
@@ -346,13 +356,16 @@ def _emit(
     if stage == "ir":
         return format_kernel(lowered.checked)
     if stage in PASS_NAMES:
-        return format_kernel(lowered.after(stage))
+        # a program of several kernels: each kernel's IR after the pass, in call order
+        return "\n".join(format_kernel(dict(part.stages)[stage]) for part in lowered.parts)
+    if stage == "forward":
+        return format_forward(lowered.forward)
     if stage == "plan":
-        return plan_svg(lowered.kernel) if picture else format_plan(lowered.kernel)
+        return program_svg(lowered.forward) if picture else format_plan(lowered.forward)
     if stage == "torch":
         return emit_reference(lowered.checked, source.filename)
     if stage == "kernelbench":
-        return emit_kernelbench(lowered.kernel, source.filename)
+        return emit_kernelbench(lowered.forward, source.filename)
     return Compiled(lowered, origin).source
 
 
@@ -530,8 +543,8 @@ def _check_side_by_side(args: argparse.Namespace) -> int:
             args.timeout,
             launch_jobs(args.jobs, len(args.spec), args.cluster),
         )
-        memory = sim_memory.check_bytes(lowered.checked, lowered.kernel)
-        tasks.append(Task(check_job, (job,), memory, lowered.kernel.name))
+        memory = sim_memory.check_bytes(lowered.checked, lowered.forward)
+        tasks.append(Task(check_job, (job,), memory, lowered.checked.name))
 
     def outcome(result) -> str:
         return result if isinstance(result, str) else ("PASS" if result.ok else "FAIL")
@@ -571,7 +584,14 @@ def _cluster_address(args: argparse.Namespace) -> str | None:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from ptodsl.coverage import INTERNAL_ERROR, coverage_json, format_table, judged, run_coverage
+    from ptodsl.coverage import (
+        INTERNAL_ERROR,
+        coverage_json,
+        format_table,
+        judged,
+        run_coverage,
+        settled,
+    )
 
     specs = args.specs
     if specs is None:
@@ -584,6 +604,7 @@ def _coverage(args: argparse.Namespace) -> int:
         return f"#{row.number} {row.problem}: {row.verdict}{wall}"
 
     only = args.only or ()
+    dims = None if args.dims is None else _dims_file(args.dims)
     with _Reporter("problem", "checking problems", finished) as progress:
         rows = run_coverage(
             args.problems,
@@ -593,6 +614,7 @@ def _coverage(args: argparse.Namespace) -> int:
             args.timeout,
             jobs=args.jobs,
             cluster=_cluster_address(args),
+            dims=dims,
         )
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
@@ -607,7 +629,22 @@ def _coverage(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-    return EXIT_OK if all(row.verdict == "PASS" for row in judged(rows, only)) else EXIT_SPEC_ERROR
+    return EXIT_OK if all(map(settled, judged(rows, only))) else EXIT_SPEC_ERROR
+
+
+def _dims_file(path: Path) -> dict[str, dict[str, int]]:
+    """`--dims FILE`: spec stems to dims, each size a positive int."""
+    try:
+        dims = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise UsageError(f"--dims {path}: {error}") from None
+    valid = isinstance(dims, dict) and all(
+        isinstance(sizes, dict) and all(type(size) is int and size > 0 for size in sizes.values())
+        for sizes in dims.values()
+    )
+    if not valid:
+        raise UsageError(f'--dims {path}: expected {{"spec_stem": {{"DIM": size, ...}}, ...}}')
+    return dims
 
 
 class _Reporter:

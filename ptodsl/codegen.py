@@ -1,17 +1,20 @@
-"""Emits the PyPTO 0.2.0 module for a lowered kernel: a cached kernel factory per kernel,
-with shapes and scalars as closure constants, and a KernelBench-style `ModelNew`. The
-module is built as a Python syntax tree and printed by `ptodsl.pytree`; the kernel body
-prints the program `materialise` made (every view, temporary, offset and accumulation is
-decided there), expressions through `ptodsl.pyexpr`, and `forward` the launches the
-`launches` pass planned. Nothing here decides a plan."""
+"""Emits the PyPTO 0.2.0 module for a forward program (`ptodsl.forward`): a cached kernel
+factory per kernel, with shapes and scalars as closure constants, and a KernelBench-style
+`ModelNew`. The module is built as a Python syntax tree and printed by `ptodsl.pytree`;
+each kernel body prints the program `materialise` made (every view, temporary, offset and
+accumulation is decided there), expressions through `ptodsl.pyexpr`, and `forward` the
+program's calls in order (the intermediates partition chose, each kernel's launches as the
+`launches` pass planned them). Nothing here decides a plan."""
 
 from __future__ import annotations
 
 import ast
+import textwrap
 
-from ptodsl import __version__, ir, ops, pytree
+from ptodsl import __version__, forward, ir, ops, pytree
+from ptodsl.forward import Forward
 from ptodsl.modules import creation_statements
-from ptodsl.pyexpr import PythonEmitter, spec_filename, uses_math
+from ptodsl.pyexpr import PythonEmitter, ambiguous_names_noqa, spec_filename, uses_math
 from ptodsl.pytree import Blank, Comment, Verbatim, assign, call, method, name, value
 
 _HELPERS = '''
@@ -354,18 +357,19 @@ def _init_body(kernel: ir.Kernel) -> list[ast.stmt]:
     return statements + creation_statements(kernel)
 
 
-def _model(kernel: ir.Kernel) -> ast.ClassDef:
-    arguments = kernel.tensor_arguments
-    forward_names = [t.name for t in arguments] + [p.name for p in kernel.forward_params]
-    returned = ", ".join(o.name for o in kernel.outputs)
-    docstring = f"`{kernel.name}` as a drop-in module: forward({', '.join(forward_names)}) "
+def _model(program: Forward) -> ast.ClassDef:
+    spec = program.spec
+    arguments = spec.tensor_arguments
+    forward_names = [t.name for t in arguments] + [p.name for p in spec.forward_params]
+    returned = ", ".join(o.name for o in spec.outputs)
+    docstring = f"`{spec.name}` as a drop-in module: forward({', '.join(forward_names)}) "
     docstring += f"returns {returned}."
     if len(docstring) > 90:  # a long signature goes on a line of its own
         docstring = docstring.replace(": forward", ".\n\nforward", 1) + "\n"
     methods = [
-        pytree.function("__init__", _init_parameters(kernel), _init_body(kernel)),
+        pytree.function("__init__", _init_parameters(spec), _init_body(spec)),
         pytree.function(
-            "forward", pytree.arguments(["self", *forward_names]), _forward_body(kernel)
+            "forward", pytree.arguments(["self", *forward_names]), _forward_body(program)
         ),
     ]
     return ast.ClassDef(
@@ -377,15 +381,43 @@ def _empty(shape: tuple[int, ...], dtype: ir.DType, device: ast.expr) -> ast.exp
     return call("torch.empty", shape, dtype=name(f"torch.{dtype.torch_name}"), device=device)
 
 
-def _forward_body(kernel: ir.Kernel) -> list[ast.stmt]:
-    arguments = kernel.tensor_arguments
+def _forward_body(program: Forward) -> list[ast.stmt]:
+    """forward's contract on its arguments, each kernel's launches in order, the outputs."""
+    spec = program.spec
     statements: list[ast.stmt] = []
-    for tensor in arguments:
+    for tensor in spec.tensor_arguments:
         dtype = name(f"torch.{tensor.type.dtype.torch_name}")
-        shape = kernel.forward_shape(tensor)
+        reader = program.read(tensor.name)
+        shape = tensor.declared_shape if reader is None else reader[0].forward_shape(reader[1])
         statements.append(
             pytree.statement(call("_expect", tensor.name, name(tensor.name), shape, dtype))
         )
+    arguments = spec.tensor_arguments
+    device = name(arguments[0].name + ".device") if arguments else value("cpu")
+    several = len(program.calls) > 1
+    for number, kernel_call in enumerate(program.calls, 1):
+        if several:
+            statements.append(_call_comment(kernel_call, number, len(program.calls)))
+        statements += _call(kernel_call.kernel, device)
+    results = []
+    for output in spec.outputs:
+        writer, written = program.written(output.name)
+        results.append(method(name(output.name), "reshape", writer.forward_shape(written)))
+    return [*statements, pytree.returns(*results)]
+
+
+def _call_comment(kernel_call: forward.Call, number: int, count: int) -> Comment:
+    writes = ", ".join(f"`{w}`" for w in kernel_call.writes)
+    text = f"Kernel {number} of {count}: `{kernel_call.kernel.name}` writes {writes}"
+    if kernel_call.cut_because is not None:
+        text += f"; the spec is cut after it because {kernel_call.cut_because.message}"
+    return Comment("\n".join(textwrap.wrap(text + ".", COMMENT_WIDTH)))
+
+
+def _call(kernel: ir.Kernel, device: ast.expr) -> list[ast.stmt]:
+    """One kernel's launches: its inputs as the kernel views them, its staging buffers and
+    outputs allocated, the launches (in loops when the launches pass planned several)."""
+    statements: list[ast.stmt] = []
     factory_args = [
         call("float", name(p.name)) if p.forward else name(f"self.{p.name}")
         for p in kernel.kernel_params
@@ -393,7 +425,6 @@ def _forward_body(kernel: ir.Kernel) -> list[ast.stmt]:
     if _row_launches(kernel):
         factory_args.append(name(ir.ROW_VARIABLE))
     factory = [name(factory_name(kernel)), tuple(factory_args), len(kernel.outputs)]
-    device = name(arguments[0].name + ".device") if arguments else value("cpu")
     launched: list[tuple[ir.Tensor | None, str]] = []
     for tensor in kernel.inputs:
         # Weights are nn.Parameters: the kernel reads their values, never their gradients.
@@ -432,8 +463,7 @@ def _forward_body(kernel: ir.Kernel) -> list[ast.stmt]:
         statements.append(_launch(factory, parts.values()))
     else:
         statements += _launch_loops(kernel, factory, parts)
-    results = [method(name(o.name), "reshape", kernel.forward_shape(o)) for o in kernel.outputs]
-    return [*statements, pytree.returns(*results)]
+    return statements
 
 
 def _launch(factory: list, tensors) -> ast.stmt:
@@ -557,41 +587,43 @@ def _staging_launch(kernel: ir.Kernel, staging: ir.Staging, parts: dict[str, ast
     return _launch(factory, [parts[staging.source], parts[staging.buffer]])
 
 
-# Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.
-AMBIGUOUS_NAMES = frozenset({"l", "O", "I"})
+COMMENT_WIDTH = 88  # a comment's text, indented in forward's body within 99 columns
 
 
 def _imports(names: list[str]) -> list[ast.stmt]:
     return [ast.Import([ast.alias(n)]) for n in names]
 
 
-def emit_pypto(kernel: ir.Kernel, filename: str) -> str:
+def emit_pypto(program: Forward, filename: str) -> str:
+    spec, kernels = program.spec, program.kernels
+    what = "kernel" if len(kernels) == 1 else f"{len(kernels)} kernels of"
     docstring = "\n\n".join(
         [
             "\n".join(
                 [
-                    f"PyPTO kernel `{kernel.name}`, generated by ptodsl {__version__} from",
+                    f"PyPTO {what} `{spec.name}`, generated by ptodsl {__version__} from",
                     f"{spec_filename(filename)}. Edits are lost when the spec is compiled again.",
                 ]
             ),
-            *_tuned_stamp(kernel),
+            *_tuned_stamp(kernels[-1]),
             "\n".join(RUN_MODES) + "\n",
         ]
     )
+    row_launches = any(map(_row_launches, kernels))
     standard = ["functools", "importlib.util"]
-    standard += ["math"] if uses_math(kernel) else []
-    standard += ["os"] + (["sys"] if _row_launches(kernel) else [])
+    standard += ["math"] if any(map(uses_math, kernels)) else []
+    standard += ["os"] + (["sys"] if row_launches else [])
     header: list[ast.stmt] = [ast.Expr(ast.Constant(docstring))]
-    ambiguous = sorted(kernel.spec_names & AMBIGUOUS_NAMES)
-    if ambiguous:
-        names = ", ".join(f"`{n}`" for n in ambiguous)
-        header.append(Comment(f"ruff: noqa: E741 (the spec's names {names} are kept as written)"))
+    header += ambiguous_names_noqa(frozenset().union(*(k.spec_names for k in kernels)))
     header += [*_imports(standard), Blank(), *_imports(["pypto", "torch"])]
     helpers = [Verbatim(_HELPERS)]
-    helpers += [Verbatim(_SETTLED)] if _row_launches(kernel) else []
-    helpers += [Verbatim(_EXPECT_ARGUMENT)] if any(p.fixed for p in kernel.params) else []
-    staging = [_staging_factory(kernel, st) for st in kernel.program.staging]
-    return pytree.render([*header, *helpers, _factory(kernel), *staging, _model(kernel)])
+    helpers += [Verbatim(_SETTLED)] if row_launches else []
+    helpers += [Verbatim(_EXPECT_ARGUMENT)] if any(p.fixed for p in spec.params) else []
+    factories = []
+    for kernel in kernels:
+        factories.append(_factory(kernel))
+        factories += [_staging_factory(kernel, st) for st in kernel.program.staging]
+    return pytree.render([*header, *helpers, *factories, _model(program)])
 
 
 def _tuned_stamp(kernel: ir.Kernel) -> list[str]:
@@ -638,10 +670,11 @@ ModelNew = _kernel_module["ModelNew"]
 '''
 
 
-def emit_kernelbench(kernel: ir.Kernel, filename: str) -> str:
+def emit_kernelbench(program: Forward, filename: str) -> str:
     """A KernelBench / AKG answer file: the PyPTO module, embedded so that it also works when
     a harness exec()s the answer's text instead of importing a file."""
-    module = emit_pypto(kernel, filename)
+    kernel = program.spec
+    module = emit_pypto(program, filename)
     # Generated code quotes with ", and file names are escaped: nothing can end the string.
     assert "'''" not in module, "the module cannot be embedded in a raw ''' string"
     docstring = "\n".join(

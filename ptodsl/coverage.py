@@ -7,7 +7,11 @@ largest error against the problem's own Model, and the simulated kernel time.
 A problem whose outputs the check cannot judge at its own shape (only vacuous: #50's
 products of 256 values are below f32's range, so zeros would pass) is checked again with
 every dim halved, step by step, until the check can tell the kernel from a trivial one;
-its row names those dims and says why.
+its row names those dims and says why. A problem whose output is the same whatever its
+inputs (#66 and #80 of level 2: a softmax or a mean over an axis of one element) is
+reported as CONSTANT OUTPUT, not as a failure: no kernel can be judged against it.
+`dims` (`--dims FILE`) checks each spec at sizes of its own instead of its full shape,
+the problem's size constants scaled alike (as `check --dim` does).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -24,6 +28,7 @@ from ptodsl import ir, sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.fanout import Task, launch_jobs, run_tasks
+from ptodsl.parser import parse
 from ptodsl.problems import ProblemError
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
@@ -63,6 +68,14 @@ class Row:
 
 HEADER = ("#", "problem", "spec", "verdict", "max abs err", "sim us", "wall s", "note")
 NO_SPEC = "NO SPEC"
+CONSTANT = "CONSTANT OUTPUT"
+DimsBySpec = Mapping[str, Mapping[str, int]]  # a spec's stem -> the dims to check it at
+
+
+def settled(row: Row) -> bool:
+    """A row that does not fail the run: the spec passed, or the problem's output is the
+    same whatever its inputs (so no check can judge a kernel against it)."""
+    return row.verdict == "PASS" or row.verdict.startswith(CONSTANT)
 
 
 def problem_number(path: Path) -> int | None:
@@ -80,15 +93,21 @@ def by_number(paths: Iterable[Path]) -> dict[int, list[Path]]:
     return groups
 
 
-def check_pair(spec: Path, problem: Path, timeout: float = DEFAULT_TIMEOUT_S) -> Row:
+def check_pair(
+    spec: Path,
+    problem: Path,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    dims: Mapping[str, int] | None = None,
+) -> Row:
     """One row, whatever happens: a failure of one problem never loses the table."""
-    return check_texts(_pair(spec, problem), timeout)
+    return check_texts(_pair(spec, problem, dims), timeout)
 
 
-def _pair(spec: Path, problem: Path) -> Pair:
+def _pair(spec: Path, problem: Path, dims: Mapping[str, int] | None = None) -> Pair:
     text = spec.read_text(encoding="utf-8")
-    tuning = cached_tuning(text, None, PYPTO_0_2_0)  # the plan compile would use here
-    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes())
+    tuning = cached_tuning(text, dims, PYPTO_0_2_0)  # the plan compile would use here
+    dims = None if dims is None else dict(dims)
+    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes(), dims)
 
 
 @attrs.frozen
@@ -101,6 +120,7 @@ class Pair:
     tuning: ir.Tuning | None  # the plan: a tuned one where the command ran, or the default
     problem_name: str
     problem_bytes: bytes
+    dims: dict[str, int] | None = None  # checked at these sizes, not at full shape
 
 
 def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S, launch_jobs: int = 1) -> Row:
@@ -131,6 +151,8 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
     spec_name, text = pair.spec_name, pair.spec_text
     note = ""
     try:
+        if pair.dims is not None:
+            return _checked_at_dims(pair, problem, timeout, row, started)
         compiled = compile_spec(text, name=spec_name, tuning=pair.tuning)
         try:
             report = run_check(compiled, against=problem, timeout=timeout, launch_jobs=launch_jobs)
@@ -144,6 +166,8 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
                 f"{too_big.available / sim_memory.GIB:.0f} GiB are available"
             )
         if _only_vacuous(report):
+            if _constant_output(compiled, problem, None, timeout):
+                return row(_constant_verdict())
             dims, report = _at_a_judgeable_scale(text, spec_name, problem, compiled, timeout)
             note = (
                 f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
@@ -173,7 +197,62 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
     )
 
 
-def _shown(dims: dict[str, int]) -> str:
+def _checked_at_dims(pair: Pair, problem: Path, timeout: float, row, started: float) -> Row:
+    """The spec at `pair.dims` against the problem with its size constants scaled alike."""
+    from ptodsl.checking import problem_rescale, run_check
+
+    assert pair.dims is not None
+    # the declared sizes, from the syntax (the full shape need not compile: #72 of level 2)
+    declared = parse(pair.spec_text).declared_dims
+    compiled = compile_spec(pair.spec_text, name=pair.spec_name, dims=pair.dims, tuning=pair.tuning)
+    rescale = problem_rescale(declared, pair.dims)
+    report = run_check(compiled, against=problem, rescale=rescale, timeout=timeout)
+    if _only_vacuous(report) and _constant_output(compiled, problem, rescale, timeout):
+        return row(_constant_verdict())
+    error = max((o.max_abs_error for o in report.outputs), default=0.0)
+    verdict = "PASS" if report.ok else "FAIL"
+    note = f"at {_shown(pair.dims)}" if pair.dims else "at full shape"
+    wall = time.monotonic() - started
+    return Row(
+        row(verdict).number,
+        problem.name,
+        pair.spec_name,
+        verdict,
+        error,
+        report.sim_time_us,
+        wall,
+        note,
+    )
+
+
+# The seeds whose inputs and parameters a constant output is the same for.
+SEEDS = (0, 1, 2, 3)
+
+
+def _constant_output(compiled, problem: Path, rescale, timeout: float) -> bool:
+    """Whether the problem's Model returns the same output on the inputs and parameters of
+    every seed of SEEDS: then every kernel that returns it passes, and none can be judged."""
+    import torch
+
+    from ptodsl.checking import problem_case
+
+    first, *others = (problem_case(compiled, problem, s, rescale, timeout) for s in SEEDS)
+    return all(
+        torch.equal(a, b)
+        for other in others
+        for a, b in zip(first.expected, other.expected, strict=True)
+    )
+
+
+def _constant_verdict() -> str:
+    seeds = ", ".join(map(str, SEEDS))
+    return (
+        f"{CONSTANT}: the problem returns the same output whatever its inputs (seeds "
+        f"{seeds}); no kernel can be judged against it"
+    )
+
+
+def _shown(dims: Mapping[str, int]) -> str:
     return ", ".join(f"{name}={size}" for name, size in dims.items())
 
 
@@ -219,7 +298,7 @@ def _within_memory(text: str, name: str, problem: Path, compiled, timeout: float
     """The largest halving of every dim whose check fits in the memory available: the dims
     and that check's report."""
     for dims, smaller in _smaller_shapes(text, name, compiled):
-        needed = sim_memory.check_bytes(smaller.lowered.checked, smaller.kernel)
+        needed = sim_memory.check_bytes(smaller.lowered.checked, smaller.program)
         if needed <= available_bytes():
             return dims, _check_scaled(problem, compiled, smaller, dims, timeout)
     raise ValueError("no shape of this problem fits in the memory available for a check")
@@ -241,6 +320,7 @@ def run_coverage(
     timeout: float = DEFAULT_TIMEOUT_S,
     jobs: int = 1,
     cluster: str | None = None,
+    dims: DimsBySpec | None = None,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
@@ -265,7 +345,9 @@ def run_coverage(
         candidates = specs.get(number, [])
         if len(candidates) == 1:
             rows.append(None)  # its check's row, once the task has run
-            tasks.append(_coverage_task(candidates[0], problem, timeout, in_flight))
+            spec = candidates[0]
+            sizes = None if dims is None else dims.get(spec.stem)
+            tasks.append(_coverage_task(spec, problem, timeout, in_flight, sizes))
         elif candidates:
             names = ", ".join(p.name for p in candidates)
             rows.append(Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}"))
@@ -292,20 +374,25 @@ def run_coverage(
     ]
 
 
-def _coverage_task(spec: Path, problem: Path, timeout: float, launch_jobs: int) -> Task[Row]:
-    pair = _pair(spec, problem)
-    memory = _check_memory(pair.spec_text, spec.name)
+def _coverage_task(
+    spec: Path, problem: Path, timeout: float, launch_jobs: int, dims: Mapping[str, int] | None
+) -> Task[Row]:
+    pair = _pair(spec, problem, dims)
+    memory = _check_memory(pair.spec_text, spec.name, dims)
     return Task(check_texts, (pair, timeout, launch_jobs), memory, problem.name)
 
 
-def _check_memory(text: str, name: str) -> float:
-    """What the check of the spec will need: its estimate at full shape, or, when that is
-    more than this machine has, about all of it (the check then scales the spec down to fit)."""
+def _check_memory(text: str, name: str, dims: Mapping[str, int] | None = None) -> float:
+    """What the check of the spec will need: its estimate at full shape (or `dims`), or,
+    when that is more than this machine has, about all of it (the check then scales the
+    spec down to fit)."""
     try:
-        compiled = compile_spec(text, name=name)
+        compiled = compile_spec(text, name=name, dims=dims)
     except SpecError:
         return sim_memory.BASE_BYTES  # the row is a spec error, found in no time
-    return min(sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel), available_bytes())
+    return min(
+        sim_memory.check_bytes(compiled.lowered.checked, compiled.program), available_bytes()
+    )
 
 
 def _failed_task(task: Task[Row], error: BaseException) -> Row:
@@ -336,6 +423,7 @@ def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
     return {
         "rows": to_json(rows),
         "passed": sum(row.verdict == "PASS" for row in counted),
+        "constant": sum(row.verdict.startswith(CONSTANT) for row in counted),
         "judged": len(counted),
     }
 
@@ -343,11 +431,13 @@ def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
 def format_table(rows: list[Row], only: Iterable[int] = ()) -> str:
     counted = judged(rows, only)
     passed = sum(row.verdict == "PASS" for row in counted)
+    constant = sum(row.verdict.startswith(CONSTANT) for row in counted)
     table = markdown_table(HEADER, [row.cells() for row in rows])
-    summary = f"{passed} of {len(counted)} problems pass."
+    with_spec = " with a spec" if len(counted) < len(rows) else ""
+    parts = [f"{passed} of {len(counted)} problems{with_spec} pass"]
+    if constant:
+        parts.append(f"{constant} return a constant output (not judged)")
     if len(counted) < len(rows):
-        summary = (
-            f"{passed} of {len(counted)} problems with a spec pass; "
-            f"{len(rows) - len(counted)} without a spec."
-        )
+        parts.append(f"{len(rows) - len(counted)} without a spec")
+    summary = "; ".join(parts) + "."
     return table + f"\n{summary}\n"

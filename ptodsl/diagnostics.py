@@ -110,3 +110,10 @@ class SpecError(Exception):
         if self.note:
             lines.append(f"{gutter} = note: {visible(self.note)}")
         return "\n".join(lines)
+
+
+class FrameError(SpecError):
+    """A kernel's values need frames PyPTO cannot hold in one kernel (more than its rank, a
+    convolution's own layout against another's): the values are fine, the kernel is too big.
+    `passes/partition.py` cuts a spec that hits one into several kernels; a user sees it only
+    when no cut helps."""

@@ -835,6 +835,9 @@ class Tuning:
     loop_count: int | None = None  # at least this many iterations for a looped vector phase
     matmul_chunks: int | None = None  # M chunks of a 2-D matmul; 1 runs it without a loop
     variance: str | None = None  # "one_pass": E[x^2] - E[x]^2 instead of the two-pass form
+    # "per_op": a kernel per op, every value between them in memory (the unfused baseline
+    # fusion is measured against); None: the fewest kernels (passes/partition.py)
+    kernels: str | None = None
 
     def describe(self) -> str:
         chosen = [f"{f.name}={getattr(self, f.name)}" for f in attrs.fields(Tuning)]

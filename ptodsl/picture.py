@@ -12,6 +12,7 @@ from typing import NamedTuple
 import attrs
 
 from ptodsl import ir
+from ptodsl.forward import Forward
 from ptodsl.plan import plan_of
 from ptodsl.target import PYPTO_0_2_0
 
@@ -367,16 +368,45 @@ def _hatch() -> ET.Element:
     return pattern
 
 
+def program_svg(program: Forward) -> str:
+    """The forward program's plan: each kernel's picture (`plan_svg`), in call order, under
+    a line saying what it writes and why the spec was cut after it."""
+    if len(program.calls) == 1:
+        return plan_svg(program.calls[0].kernel)
+    canvas = Canvas()
+    canvas.define(_hatch())
+    y = MARGIN + 16
+    title = f"{program.spec.name}: {len(program.calls)} kernels"
+    canvas.text(MARGIN, y, title, size=18, font_weight="bold")
+    for number, call in enumerate(program.calls, 1):
+        y += LINE
+        line = f"{number}. {call.kernel.name} writes {', '.join(call.writes)}"
+        canvas.text(MARGIN, y, line)
+        if call.cut_because is not None:
+            y += LINE
+            canvas.text(MARGIN + 16, y, f"cut after it: {call.cut_because.message}")
+    y += LINE
+    for call in program.calls:
+        y = _kernel_picture(canvas, call.kernel, y + LINE)
+    return canvas.svg()
+
+
 def plan_svg(kernel: ir.Kernel) -> str:
     """The lowered kernel's plan: per phase, its frame to a log scale, the tile at the
     origin, the loop's first chunk shaded and its tail hatched; launches as a division of
     axis 0 above them."""
+    canvas = Canvas()
+    canvas.define(_hatch())
+    _kernel_picture(canvas, kernel, 0)
+    return canvas.svg()
+
+
+def _kernel_picture(canvas: Canvas, kernel: ir.Kernel, top: float) -> float:
+    """Draws `kernel`'s plan from `top` down; returns the y below it."""
     plan = plan_of(kernel)["kernels"][0]
     phases = plan["phases"]
     figures = [_figure(kernel, entry, n, len(phases)) for n, entry in enumerate(phases, 1)]
-    canvas = Canvas()
-    canvas.define(_hatch())
-    y = _title(canvas, kernel)
+    y = _title(canvas, kernel, top)
     if kernel.launches is not None:
         y = _launches(canvas, kernel, y)
     # frames share a left edge, right of the widest row label and the ruler
@@ -384,12 +414,12 @@ def plan_svg(kernel: ir.Kernel) -> str:
     left = MARGIN + labels + LABEL_GAP + RULER + RULER_GAP
     for figure in figures:
         y = _draw_figure(canvas, figure, left, y) + 14
-    return canvas.svg()
+    return y
 
 
-def _title(canvas: Canvas, kernel: ir.Kernel) -> float:
-    canvas.text(MARGIN, MARGIN + 16, kernel.name, size=18, font_weight="bold")
-    y = MARGIN + 40
+def _title(canvas: Canvas, kernel: ir.Kernel, top: float) -> float:
+    canvas.text(MARGIN, top + MARGIN + 16, kernel.name, size=18, font_weight="bold")
+    y = top + MARGIN + 40
     canvas.text(MARGIN, y, _tensors_line(kernel))
     if kernel.dims:
         y += LINE

@@ -1,4 +1,5 @@
-"""parse -> check -> lower (pass, pass, ...) -> emit, with every stage printable."""
+"""parse -> check -> partition -> lower (pass, pass, ...) per kernel -> forward program -> emit,
+with every stage printable."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from ptodsl import ir
-from ptodsl.diagnostics import Source, Span, SpecError
+from ptodsl.diagnostics import FrameError, Source, Span, SpecError
+from ptodsl.forward import Forward, build_forward
 from ptodsl.parser import parse
 from ptodsl.passes import PassContext
 from ptodsl.passes.align_axes import align_axes
@@ -25,12 +27,13 @@ from ptodsl.passes.loops import insert_loops
 from ptodsl.passes.materialise import materialise
 from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
+from ptodsl.passes.partition import partition
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.passes.twin_operands import twin_operands
 from ptodsl.syntax import Spec
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.typecheck import typecheck
-from ptodsl.verify import verify
+from ptodsl.verify import verify, verify_forward
 
 Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 RECURSION_LIMIT = 20_000  # frames while lowering: statements of up to MAX_TERMS nodes fit
@@ -58,18 +61,44 @@ PASS_NAMES = tuple(name for name, _ in PASSES)
 
 
 @attrs.frozen
+class KernelStages:
+    """One kernel of the forward program: the part of the spec it computes (as checked),
+    and its IR after each pass."""
+
+    checked: ir.Kernel
+    stages: tuple[tuple[str, ir.Kernel], ...]
+    cut_because: FrameError | None = None  # why the spec was cut after this kernel
+
+    @property
+    def kernel(self) -> ir.Kernel:
+        return self.stages[-1][1] if self.stages else self.checked
+
+
+@attrs.frozen
 class Lowered:
     """Every stage of one compilation that later stages and `--emit` need."""
 
     source: Source
     syntax: Spec
     checked: ir.Kernel  # the spec's meaning, before any pass: the torch reference's input
-    stages: tuple[tuple[str, ir.Kernel], ...]  # the IR after each pass
+    parts: tuple[KernelStages, ...]  # the kernels, in the order forward calls them
+    forward: Forward | None  # None when lowering stopped before the last pass
     tuning: ir.Tuning = ir.Tuning()  # the plan choices the planning passes were given
 
     @property
+    def kernels(self) -> tuple[ir.Kernel, ...]:
+        return tuple(part.kernel for part in self.parts)
+
+    @property
     def kernel(self) -> ir.Kernel:
-        return self.stages[-1][1] if self.stages else self.checked
+        """The one kernel of a one-kernel program (what most tools report on)."""
+        (part,) = self.parts
+        return part.kernel
+
+    @property
+    def stages(self) -> tuple[tuple[str, ir.Kernel], ...]:
+        (part,) = self.parts
+        return part.stages
 
     def after(self, pass_name: str) -> ir.Kernel:
         return dict(self.stages)[pass_name]
@@ -82,10 +111,11 @@ def lower(
     until: str | None = None,
     tuning: ir.Tuning | None = None,
 ) -> Lowered:
-    """Runs the front end and the passes, or stops after the stage named `until` ("check"
-    or a pass name); every `SpecError` comes out with its source. Every pass gets the same
-    context: the target's forms and limits and the plan choices `tuning`. The IR's invariants
-    are checked after the front end and after every pass, always (ptodsl.verify): a
+    """Runs the front end, cuts the spec into kernels (passes/partition.py) and runs the
+    passes on each, or stops after the stage named `until` ("check" or a pass name); every
+    `SpecError` comes out with its source. Every pass gets the same context: the target's
+    forms and limits and the plan choices `tuning`. The IR's invariants are checked after
+    the front end, after every pass and on the forward program, always (ptodsl.verify): a
     violation is a bug in that pass, an internal error, never a kernel emitted from it."""
     context = PassContext(target, tuning or ir.Tuning())
     depth_limit = sys.getrecursionlimit()
@@ -95,15 +125,16 @@ def lower(
     try:
         syntax = parse(source.text)
         checked = typecheck(syntax, dim_sizes)
-        stages = []
-        kernel = checked
-        verify(kernel, "check", target)
-        for name, run in PASSES if until != "check" else ():
-            before, kernel = kernel, run(kernel, context)
-            verify(kernel, name, target, before)
-            stages.append((name, kernel))
-            if name == until:
-                break
+        verify(checked, "check", target)
+        if until == "check":
+            parts = (KernelStages(checked, ()),)
+        else:
+            parts = _lowered_parts(checked, context, until)
+        program = None
+        if until is None or until == PASS_NAMES[-1]:
+            called = [(part.kernel, part.cut_because) for part in parts]
+            program = build_forward(checked, called)
+            verify_forward(program)
     except SpecError as error:
         raise error.attach(source) from None
     except RecursionError:
@@ -116,4 +147,42 @@ def lower(
         ).attach(source) from None
     finally:
         sys.setrecursionlimit(depth_limit)
-    return Lowered(source, syntax, checked, tuple(stages), tuning or ir.Tuning())
+    return Lowered(source, syntax, checked, parts, program, tuning or ir.Tuning())
+
+
+def _lowered_parts(
+    checked: ir.Kernel, context: PassContext, until: str | None
+) -> tuple[KernelStages, ...]:
+    """The spec's kernels, each lowered through every pass (the partition's judge), their
+    stages up to `until`. A spec that fails after `until` for another reason than its frame
+    still shows its stages up to there."""
+    try:
+        per_op = context.tuning.kernels == "per_op"
+        parts = partition(checked, lambda kernel: _passes(kernel, context), per_op)
+    except SpecError:
+        if until is None:
+            raise
+        return (KernelStages(checked, _passes(checked, context, until)),)
+    kept = PASS_NAMES[: PASS_NAMES.index(until) + 1] if until else PASS_NAMES
+    return tuple(
+        KernelStages(
+            part.kernel,
+            tuple(stage for stage in part.lowering if stage[0] in kept),
+            part.cut_because,
+        )
+        for part in parts
+    )
+
+
+def _passes(
+    kernel: ir.Kernel, context: PassContext, until: str | None = None
+) -> tuple[tuple[str, ir.Kernel], ...]:
+    """`kernel` after each pass, up to `until`, each verified."""
+    stages = []
+    for name, run in PASSES:
+        before, kernel = kernel, run(kernel, context)
+        verify(kernel, name, context.target, before)
+        stages.append((name, kernel))
+        if name == until:
+            break
+    return tuple(stages)

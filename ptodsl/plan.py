@@ -1,4 +1,5 @@
-"""The lowering decisions of a kernel as JSON: kernel-side shapes, tile phases and loops."""
+"""The lowering decisions of a forward program as JSON: per kernel, kernel-side shapes, tile
+phases and loops; between kernels, the intermediates and why the spec was cut."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import attrs
 
 from ptodsl import ir
+from ptodsl.forward import Forward
 from ptodsl.passes.tiling import auto_tiles
 from ptodsl.target import PYPTO_0_2_0, Target, ub_use
 
@@ -127,6 +129,31 @@ def _launches(launches: ir.Launches | None) -> dict | None:
 
 
 def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
+    """One kernel's plan (`program_plan` gives a forward program's)."""
+    return {"kernels": [_kernel_plan(kernel, target)]}
+
+
+def program_plan(program: Forward, target: Target = PYPTO_0_2_0) -> dict:
+    """The plan of every kernel `forward` calls, in order. A program of several kernels
+    also lists its intermediates, and per kernel what it reads and writes and why the spec
+    was cut after it (a one-kernel plan keeps the one-kernel form)."""
+    if len(program.calls) == 1:
+        return plan_of(program.calls[0].kernel, target)
+    kernels = []
+    for call in program.calls:
+        entry = _kernel_plan(call.kernel, target)
+        entry["reads"] = list(call.reads)
+        entry["writes"] = list(call.writes)
+        why = call.cut_because
+        entry["cut_after_because"] = None if why is None else why.message
+        kernels.append(entry)
+    intermediates = {
+        b.name: {"dtype": b.type.dtype.value, "shape": list(b.type.shape)} for b in program.buffers
+    }
+    return {"intermediates": intermediates, "kernels": kernels}
+
+
+def _kernel_plan(kernel: ir.Kernel, target: Target) -> dict:
     assert kernel.schedule is not None, "the plan exists after tiling"
     itemsize = ir.compute_itemsize(kernel.body[-1].value)
 
@@ -141,19 +168,15 @@ def plan_of(kernel: ir.Kernel, target: Target = PYPTO_0_2_0) -> dict:
         }
 
     return {
-        "kernels": [
-            {
-                "name": kernel.name,
-                "target": target.name,
-                "inputs": tensors(kernel.inputs),
-                "outputs": tensors(kernel.outputs),
-                "launches": _launches(kernel.launches),
-                "phases": [_phase(kernel, p, itemsize, target) for p in kernel.schedule.phases],
-                "decisions": list(kernel.decisions),
-            }
-        ]
+        "name": kernel.name,
+        "target": target.name,
+        "inputs": tensors(kernel.inputs),
+        "outputs": tensors(kernel.outputs),
+        "launches": _launches(kernel.launches),
+        "phases": [_phase(kernel, p, itemsize, target) for p in kernel.schedule.phases],
+        "decisions": list(kernel.decisions),
     }
 
 
-def format_plan(kernel: ir.Kernel) -> str:
-    return json.dumps(plan_of(kernel), indent=2) + "\n"
+def format_plan(program: Forward) -> str:
+    return json.dumps(program_plan(program), indent=2) + "\n"

@@ -70,6 +70,9 @@ class ProblemRun:
     expected: list[torch.Tensor] | None
     scaled: list[str]  # the module-level constants that were resized
     drop_in: DropIn | None = None  # when a ModelNew module was given
+    # what each given weight was multiplied by (the spread of the parameter's own initial
+    # values), in `parameters()` order; None when the weights did not fit
+    weight_scales: list[float] | None = None
 
 
 def run_problem(
@@ -130,6 +133,7 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         parameters=[Parameter(**p) for p in result["parameters"]],
         expected=result["expected"],
         scaled=result["scaled"],
+        weight_scales=result["weight_scales"],
         drop_in=None
         if result["drop_in"] is None
         else DropIn(

@@ -77,3 +77,16 @@ def spec_filename(filename: str) -> str:
     """The spec's file name as generated docstrings quote it: the last path part (the
     printer escapes what a docstring cannot hold as it is)."""
     return filename.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+# Names pycodestyle's E741 finds ambiguous (they read as 1 and 0); a spec may use them.
+AMBIGUOUS_NAMES = frozenset({"l", "O", "I"})
+
+
+def ambiguous_names_noqa(spec_names: frozenset[str]) -> list[pytree.Comment]:
+    """The module header's comment that keeps the spec's ambiguous names as written."""
+    ambiguous = sorted(spec_names & AMBIGUOUS_NAMES)
+    if not ambiguous:
+        return []
+    names = ", ".join(f"`{n}`" for n in ambiguous)
+    return [pytree.Comment(f"ruff: noqa: E741 (the spec's names {names} are kept as written)")]

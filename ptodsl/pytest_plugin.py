@@ -74,6 +74,7 @@ def pto_golden(
         # Imported here: pytest loads this plugin in every session of an environment with
         # ptodsl installed, most of which never compile a spec.
         from ptodsl.api import compile as compile_spec
+        from ptodsl.forward import format_forward
         from ptodsl.ir import format_kernel
         from ptodsl.plan import format_plan
 
@@ -86,8 +87,9 @@ def pto_golden(
         compiled = compile_spec(path.read_text(encoding="utf-8"), name=name, dims=dims, tuning=None)
         stages = {
             "kernel.py.txt": compiled.source,
-            "plan.json": format_plan(compiled.kernel),
-            "lowered.ir.txt": format_kernel(compiled.kernel),
+            "plan.json": format_plan(compiled.program),
+            "lowered.ir.txt": "\n".join(map(format_kernel, compiled.program.kernels)),
+            "forward.txt": format_forward(compiled.program),
             "reference.py.txt": compiled.reference_source,
         }
         for file_name, text in stages.items():

@@ -10,7 +10,7 @@ import attrs
 
 from ptodsl import __version__, ir, ops, pytree
 from ptodsl.modules import creation_statements
-from ptodsl.pyexpr import PythonEmitter, spec_filename, uses_math
+from ptodsl.pyexpr import PythonEmitter, ambiguous_names_noqa, spec_filename, uses_math
 
 _BATCHMEAN = '''
 def _batchmean(x):
@@ -98,7 +98,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         imports[:0] = [ast.Import([ast.alias("math")]), pytree.Blank()]
     reference_parameters = pytree.arguments(
         [t.name for t in kernel.inputs] + [p.name for p in forward_params],
-        defaults=defaults,
+        defaults={p.name: defaults[p.name] for p in init_params if p.name in defaults},
         keyword_only=[p.name for p in init_params],
     )
     state = {t.name: f"self.{t.state_name}" for t in kernel.weights}
@@ -131,6 +131,8 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
     )
     module = [
         ast.Expr(ast.Constant(docstring + "\n")),
+        # (the reference binds tensors, params and lets; dims are numbers in it)
+        *ambiguous_names_noqa(kernel.spec_names - {d.name for d in kernel.dims}),
         *imports,
         *(pytree.Verbatim(source) for source, used in helpers if used),
         pytree.function("reference", reference_parameters, _reference_body(kernel)),

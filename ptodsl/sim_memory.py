@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from ptodsl import ir, ops
+from ptodsl.forward import Forward
 from ptodsl.passes.tiling import conv_rows_per_block
 from ptodsl.target import PYPTO_0_2_0
 
@@ -158,9 +159,10 @@ def _unfolded_bytes(conv: ir.Op) -> int:
     return geometry.group_in * taps * math.prod(geometry.out) * 8
 
 
-def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
-    """The estimated peak memory of `ptodsl check` of `checked` lowered to `kernel`: the
-    larger of computing the golden and simulating one launch beside the whole outputs."""
+def check_bytes(checked: ir.Kernel, program: Forward) -> float:
+    """The estimated peak memory of `ptodsl check` of `checked` lowered to `program`: the
+    larger of computing the golden and simulating one launch beside the whole outputs (and
+    the intermediates between kernels, all held until forward returns)."""
     outputs = sum(o.type.size for o in checked.outputs)
     inputs = sum(i.type.size for i in checked.inputs)
     per_output = (
@@ -168,12 +170,15 @@ def check_bytes(checked: ir.Kernel, kernel: ir.Kernel) -> float:
         if ir.convolutions(checked)
         else REFERENCE_BYTES_PER_OUTPUT_ELEMENT
     )
-    parts = 1 if kernel.launches is None else kernel.launches.count
+    kernels = program.kernels
+    launches = kernels[0].launches if len(kernels) == 1 else None
+    parts = 1 if launches is None else launches.count
     golden = per_output * outputs
     if parts > 1:
         golden = KEPT_BYTES_PER_OUTPUT_ELEMENT * outputs + per_output * outputs / parts
     golden += max(map(_unfolded_bytes, ir.convolutions(checked)), default=0)
     reference = BASE_BYTES + golden + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
     # The worker's whole outputs and their copy on the way back; the caller's inputs.
-    simulation = verification_bytes(kernel) + 8 * outputs + 4 * inputs
+    between = sum(b.type.size * b.type.dtype.itemsize for b in program.buffers)
+    simulation = max(map(verification_bytes, kernels)) + 8 * outputs + 4 * inputs + between
     return max(reference, simulation)

@@ -72,13 +72,13 @@ def probe_cost(
     from ptodsl.simulator import prepare_kernel, run_model
 
     checked = lowered.checked
-    kernel = lowered.kernel
+    (kernel, *others) = lowered.kernels
     with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
         if module_path is None:
             compiled = Compiled(lowered)
             module_path = Path(scratch) / f"{compiled.name}.py"
             module_path.write_text(compiled.source, encoding="utf-8")
-            if kernel.launches is not None:
+            if kernel.launches is not None and not others:
                 # Every launch is the same kernel on a chunk of the same size, which the cost
                 # model times alike: one launch is simulated, its worker one launch's size.
                 buffers = [
@@ -118,11 +118,11 @@ def probe_cost(
 def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -> list[Lowered]:
     """Every distinct plan the knobs give for this kernel, the default plan first."""
     default, _ = lower_spec(source, dims, target, tuning=None)
-    schedule = default.kernel.schedule
-    assert schedule is not None
-    vector = [p for p in schedule.phases if p.cube is None]
+    # The plan choices apply to every kernel of the program alike.
+    phases = [p for kernel in default.kernels for p in kernel.schedule.phases]
+    vector = [p for p in phases if p.cube is None]
     looped = any(p.loop for p in vector)
-    matmul_2d = any(p.cube is not None and len(p.shape) == 2 for p in schedule.phases)
+    matmul_2d = any(p.cube is not None and len(p.shape) == 2 for p in phases)
     has_var = any(
         isinstance(node, ir.Op) and node.op == "var"
         for stmt in default.checked.body
@@ -157,7 +157,7 @@ def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -
 def _plan_key(lowered: Lowered) -> str:
     """What makes two plans different: the lowered body and the phases' tiles and loops
     (not the recorded decisions, which name the tuning)."""
-    return ir.format_kernel(attrs.evolve(lowered.kernel, decisions=()))
+    return "\n".join(ir.format_kernel(attrs.evolve(k, decisions=())) for k in lowered.kernels)
 
 
 @attrs.frozen
@@ -202,7 +202,7 @@ def tune(
         Task(
             measure_plan,
             (source, dims, target, lowered.tuning),
-            sim_memory.verification_bytes(lowered.kernel),
+            max(map(sim_memory.verification_bytes, lowered.kernels)),
             lowered.tuning.describe(),
         )
         for lowered in plans

@@ -59,14 +59,16 @@ class BadEntry(ValueError):
 
 _COUNTS = ("tile_elements", "last_axis_tile", "loop_count", "matmul_chunks")
 _VARIANCES = (None, "one_pass")
+_KERNELS = (None, "per_op")
 
 
 def _tuning(choices: Any) -> ir.Tuning:
     """The plan choices of an entry, each checked: a count is a positive int (not 4096.5,
-    NaN, a bool or a string), the variance form one ptodsl knows, no other key."""
+    NaN, a bool or a string), the variance form and the kernels' cut ones ptodsl knows, no
+    other key."""
     if not isinstance(choices, dict):
         raise BadEntry(f"its tuning is {type(choices).__name__}, not an object")
-    unknown = sorted(set(choices) - {*_COUNTS, "variance"})
+    unknown = sorted(set(choices) - {*_COUNTS, "variance", "kernels"})
     if unknown:
         raise BadEntry(f"unknown plan choices {unknown}")
     for name in _COUNTS:
@@ -75,6 +77,8 @@ def _tuning(choices: Any) -> ir.Tuning:
             raise BadEntry(f"{name} is {value!r}, not a positive integer")
     if choices.get("variance") not in _VARIANCES:
         raise BadEntry(f"variance is {choices['variance']!r}, not one of {list(_VARIANCES)}")
+    if choices.get("kernels") not in _KERNELS:
+        raise BadEntry(f"kernels is {choices['kernels']!r}, not one of {list(_KERNELS)}")
     return ir.Tuning(**choices)
 
 

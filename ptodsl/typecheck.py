@@ -225,8 +225,14 @@ class _TypeChecker:
 
     # ---- declarations --------------------------------------------------------------------
 
-    def declare(self, name: str, span: Span) -> None:
+    def declare(self, name: str, span: Span, weight: bool = False) -> None:
         _check_identifier(name, span)
+        if weight and name in self.params and self.params[name].fixed:
+            # A construction argument and a parameter of one name (#48 of level 2 takes
+            # `scaling_factor` and creates `self.scaling_factor = nn.Parameter(...)`): the
+            # argument is only checked; expressions read the weight, sizes the argument.
+            self.declared[name] = span
+            return
         if name in self.declared:
             first = self.declared[name]
             raise SpecError(
@@ -402,7 +408,7 @@ class _TypeChecker:
         return extent
 
     def item_WeightDecl(self, item: s.WeightDecl) -> None:  # noqa: N802
-        self.declare(item.name, item.span)
+        self.declare(item.name, item.span, weight=True)
         init = self.weight_init(item.init)
         if item.type.dims is None:  # `weight s: f32 = 2.0`: a 0-d parameter
             item = attrs.evolve(item, type=attrs.evolve(item.type, dims=()))

@@ -79,7 +79,7 @@ import operator
 
 import attrs
 
-from ptodsl import ir, ops
+from ptodsl import forward, ir, ops
 from ptodsl.target import Target, form, ub_use
 
 _ELEMENTWISE_KINDS = (
@@ -105,6 +105,15 @@ def verify(kernel: ir.Kernel, stage: str, target: Target, before: ir.Kernel | No
     if problems:
         listed = "\n  ".join(problems)
         raise VerifyError(f"the IR after `{stage}` is invalid:\n  {listed}")
+
+
+def verify_forward(program: forward.Forward) -> None:
+    """Checks the forward program's invariants (`forward.forward_faults`): a violation is a
+    bug in the partition or in the kernels' lowering, never a module emitted from it."""
+    problems = forward.forward_faults(program)
+    if problems:
+        listed = "\n  ".join(problems)
+        raise VerifyError(f"the forward program is invalid:\n  {listed}")
 
 
 class _Verifier:
@@ -661,7 +670,8 @@ class _ProgramVerifier:
             t.name: ir.TensorType(t.kernel_shape, t.type.dtype)
             for t in (*kernel.inputs, *kernel.outputs)
         }
-        names |= {p.name: ir.SCALAR for p in kernel.params}
+        # (fixed params are constants in the body: the program never reads them)
+        names |= {p.name: ir.SCALAR for p in kernel.kernel_params}
         names |= {
             s.name: s.value.type
             for s in kernel.body

@@ -22,7 +22,7 @@ RELU_PROBLEM = ROOT / "tests" / "problems" / "kernelbench" / "19_relu.py"
 
 def needed(path: Path, dims=None) -> float:
     compiled = ptodsl.compile(path.read_text(encoding="utf-8"), path.name, dims=dims)
-    return sim_memory.check_bytes(compiled.lowered.checked, compiled.kernel)
+    return sim_memory.check_bytes(compiled.lowered.checked, compiled.program)
 
 
 def test_the_estimate_grows_with_the_outputs_and_with_windows():

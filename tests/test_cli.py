@@ -265,7 +265,7 @@ def test_benchmarks_run_from_any_folder(tmp_path, benchmark):
 def test_a_benchmarks_usage_error_is_its_exit_status(tmp_path):
     result = ptodsl("bench", "full_shapes", "no_such_example", cwd=tmp_path)
     assert result.returncode == 2
-    assert "invalid choice: 'no_such_example'" in result.stderr
+    assert "no example named no_such_example" in result.stderr
 
 
 def test_coverage_finds_the_repository_specs_from_any_folder(tmp_path):

@@ -24,7 +24,7 @@ PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
 def answer_model(compiled: ptodsl.Compiled, spec_name: str) -> type:
     """`ModelNew` of the kernelbench answer, loaded as KernelBench's harness loads one."""
     context: dict = {}
-    text = emit_kernelbench(compiled.kernel, spec_name)
+    text = emit_kernelbench(compiled.program, spec_name)
     exec(compile(text, "<string>", "exec"), context)
     return context["ModelNew"]
 
@@ -89,6 +89,32 @@ def test_a_trace_folder_keeps_each_launchs_swim_lanes(simulator, monkeypatch, tm
     assert torch.allclose(model(x), torch.exp(x - 1.0), rtol=1e-5, atol=1e-6)
     assert [p.name for p in (tmp_path / "trace").iterdir()] == ["launch_0"]
     assert any((tmp_path / "trace" / "launch_0").glob("*.json"))
+
+
+# A program of two kernels: a 3-D convolution alone (batch 2), then its bias and a softmax
+# over its channels.
+TWO_KERNELS = """kernel conv3d_softmax
+dims N = 2, C_in = 2, D = 4, H = 4, W = 4, C_out = 4, D_out = 2, H_out = 2, W_out = 2
+input x: f32[N, C_in, D, H, W]
+weight conv: conv3d(C_in, C_out, 3)
+output y: f32[N, C_out, D_out, H_out, W_out]
+y = softmax(conv(x), axis=1)
+"""
+
+
+def test_the_interpreter_runs_and_traces_a_programs_kernels_in_order(
+    simulator, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("PTODSL_TRACE", str(tmp_path / "trace"))
+    compiled = ptodsl.compile(TWO_KERNELS, name="two.pto")
+    assert len(compiled.program.calls) == 2
+    torch.manual_seed(0)
+    model = answer_model(compiled, "two.pto")()
+    x = torch.randn(2, 2, 4, 4, 4)
+    expected = torch.softmax(model.conv(x), dim=1)
+    torch.testing.assert_close(model(x).detach(), expected.detach(), rtol=1e-4, atol=1e-5)
+    launches = sorted(p.name for p in (tmp_path / "trace").iterdir())
+    assert launches == ["launch_0", "launch_1"]  # the convolution's, then the softmax's
 
 
 def test_an_unknown_cost_mode_is_an_error(simulator, monkeypatch):

@@ -175,7 +175,7 @@ def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
     compiled = compile_spec(SPEC_BY_NUMBER[20])
     case = problem_case(compiled, PROBLEM_BY_NUMBER[20], seed=0)
     answer = tmp_path / "answer.py"
-    answer.write_text(emit_kernelbench(compiled.kernel, "20_leaky_relu.pto"), encoding="utf-8")
+    answer.write_text(emit_kernelbench(compiled.program, "20_leaky_relu.pto"), encoding="utf-8")
     run = run_model(answer, case.init_kwargs, case.inputs, verify="graph", load="exec")
     (expected,), (scale,) = case.expected, case.scales
     dtype = compiled.kernel.outputs[0].type.dtype
@@ -189,7 +189,7 @@ def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):
 def test_kernelbench_answer_module_passes_ruff(tmp_path):
     answer = tmp_path / "answer.py"
     compiled = compile_spec(SPEC_BY_NUMBER[33])
-    answer.write_text(emit_kernelbench(compiled.kernel, "33_batch_norm.pto"), encoding="utf-8")
+    answer.write_text(emit_kernelbench(compiled.program, "33_batch_norm.pto"), encoding="utf-8")
     result = ruff_check(answer)
     assert result.returncode == 0, result.stdout
 

@@ -43,6 +43,7 @@ def test_a_users_goldens_are_written_compared_and_guard_changes(tmp_path):
     assert written.returncode == 0, written.stdout + written.stderr
     goldens = project / "tests" / "goldens" / "relu"
     assert sorted(p.name for p in goldens.iterdir()) == [
+        "forward.txt",
         "kernel.py.txt",
         "lowered.ir.txt",
         "plan.json",

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, example_dims
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
@@ -28,10 +28,12 @@ SUM_DIM = ROOT / "examples" / "kernelbench" / "47_sum_dim.pto"
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_candidate_plan_obeys_pypto_limits(path):
-    plans = candidates(Source(path.read_text(encoding="utf-8"), path.name), None, PYPTO_0_2_0)
+    source = Source(path.read_text(encoding="utf-8"), path.name)
+    plans = candidates(source, example_dims(path), PYPTO_0_2_0)
     assert plans[0].tuning == ir.Tuning()  # the default plan is always measured first
     for lowered in plans:
-        assert_plan_within_limits(plan_of(lowered.kernel))
+        for kernel in lowered.kernels:  # every kernel of a program of several
+            assert_plan_within_limits(plan_of(kernel))
 
 
 def test_candidates_differ_from_each_other():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from conftest import EXAMPLES, TINY_TILES
+from conftest import EXAMPLES, TINY_TILES, example_dims
 from hypothesis import given
 from specgen import specs
 
@@ -24,14 +24,14 @@ def source_of(path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_verifies_after_every_pass(path):
-    lower(source_of(path))  # lower verifies after every pass, always
+    lower(source_of(path), example_dims(path))  # lower verifies after every pass, always
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_tuning_candidate_verifies(path):
-    source = source_of(path)
-    for plan in candidates(source, None, PYPTO_0_2_0)[1:]:
-        lower(source, tuning=plan.tuning)
+    source, dims = source_of(path), example_dims(path)
+    for plan in candidates(source, dims, PYPTO_0_2_0)[1:]:
+        lower(source, dims, tuning=plan.tuning)
 
 
 @given(specs())

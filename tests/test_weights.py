@@ -37,7 +37,7 @@ def harness(name: str):
     """As a harness does it: exec the answer's text, then seed before each model."""
     compiled = compile_spec(name)
     namespace: dict = {}
-    exec(emit_kernelbench(compiled.kernel, f"{name}.pto"), namespace)  # noqa: S102
+    exec(emit_kernelbench(compiled.program, f"{name}.pto"), namespace)  # noqa: S102
     problem = import_file(problem_path(name), f"fused_{name}")
     torch.manual_seed(SEED)
     init_inputs = problem.get_init_inputs()
@@ -98,7 +98,7 @@ def test_a_harness_would_catch_a_model_new_drawing_in_another_order():
     assert swapped != text
     compiled = compile_spec(name, swapped)
     namespace: dict = {}
-    exec(emit_kernelbench(compiled.kernel, f"{name}.pto"), namespace)  # noqa: S102
+    exec(emit_kernelbench(compiled.program, f"{name}.pto"), namespace)  # noqa: S102
     problem = import_file(problem_path(name), "fused_swapped")
     torch.manual_seed(SEED)
     model = problem.Model(*problem.get_init_inputs())
@@ -294,3 +294,36 @@ def test_a_split_product_computes_right_looped_with_a_tail_and_tiny(dims):
         assert loops and loops[0]["tail"] == 3, loops
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+SHADOWED = """kernel shadowed
+dims   N = 2, C = 4, L = 8
+param  scale: int = 2
+param  channels: int = C
+input  x: f32[N, C, L]
+weight scale: f32[C, 1] = randn
+output y: f32[N, C, L]
+y = x * scale + channels
+"""
+
+
+def test_a_weight_may_shadow_a_construction_argument_of_its_name():
+    """Level 2 #48 takes `scaling_factor` and creates a parameter of that name: an int
+    construction argument and a weight may share a name; expressions read the weight,
+    ModelNew checks the argument and holds the weight under the name."""
+    compiled = ptodsl.compile(SHADOWED)
+    assert '_expect_argument("scale", scale, 2)' in compiled.source
+    assert "self.scale = torch.nn.Parameter(" in compiled.source
+    torch.manual_seed(0)
+    model = compiled.reference.Model(2, 4)
+    x = torch.randn(2, 4, 8)
+    torch.testing.assert_close(model(x), x * model.scale + 4)
+
+
+def test_only_a_weight_shadows_a_construction_argument():
+    with pytest.raises(ptodsl.SpecError, match="`scale` is already defined"):
+        ptodsl.compile(
+            SHADOWED.replace("weight scale: f32[C, 1] = randn", "input scale: f32[C, 1]")
+        )
+    with pytest.raises(ptodsl.SpecError, match="`scale` is already defined"):
+        ptodsl.compile(SHADOWED.replace("param  scale: int = 2", "param  scale: f32 = 2.0"))
