@@ -56,8 +56,9 @@ def partition(
     checked: ir.Kernel, lower_one: Callable[[ir.Kernel], object], per_op: bool = False
 ) -> list[Part]:
     """`checked` as one kernel if `lower_one` lowers it, else as the fewest kernels found
-    whose every part it lowers. A spec no cut helps raises its first frame error. `per_op`:
-    a kernel per op instead (`Tuning(kernels="per_op")`: the unfused baseline)."""
+    whose every part it lowers. A spec no cut helps raises its frame error, or, when a cut
+    got around the frame but one of its kernels hit another limit, that error. `per_op`: a
+    kernel per op instead (`Tuning(kernels="per_op")`: the unfused baseline)."""
     checked = _without_unread_inputs(checked)
     if per_op:
         return _per_op(checked, lower_one)
@@ -90,7 +91,7 @@ def _cut(
     if budget < 2:
         return None
     pairs: list[tuple[int, list[Part]]] = []
-    first_fits: list[tuple[ir.Kernel, Part]] = []
+    first_fits: list[tuple[ir.Kernel, Part, FrameError]] = []
     for point in cut_points(kernel):
         writer, reader = split(kernel, point)
         try:
@@ -102,8 +103,8 @@ def _cut(
             continue
         try:
             rest = Part(reader, lower_one(reader))
-        except FrameError:  # the rest needs cutting again
-            first_fits.append((reader, first))
+        except FrameError as next_wall:  # the rest needs cutting again
+            first_fits.append((reader, first, next_wall))
             continue
         except SpecError as error:
             blocked.append(error)
@@ -114,13 +115,10 @@ def _cut(
         return min(pairs, key=lambda pair: pair[0])[1]
     # No single cut: the largest first part that fits, and the rest cut again.
     first_fits.sort(key=lambda fit: -_ops(fit[1].kernel))
-    for reader, first in first_fits:
-        try:
-            lower_one(reader)
-        except FrameError as next_wall:
-            rest = _cut(reader, lower_one, next_wall, budget - 1, blocked)
-            if rest is not None:
-                return [first, *rest]
+    for reader, first, next_wall in first_fits:
+        rest = _cut(reader, lower_one, next_wall, budget - 1, blocked)
+        if rest is not None:
+            return [first, *rest]
     return None
 
 
