@@ -19,6 +19,7 @@ import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES, example_names
 from ptodsl import ir
 from ptodsl.checking import run_check, spec_case
+from ptodsl.draws import seeded_draw
 from ptodsl.simulator import SimulationError
 from ptodsl.tables import markdown_table
 
@@ -43,7 +44,7 @@ HEADER = (
 def rows_of(spec) -> list[tuple[str, ...]]:
     dims = CI_DIMS.get(spec.stem)
     compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
-    case = spec_case(compiled, seed=0)
+    case = spec_case(compiled, seeded_draw(0))
     try:
         report = run_check(compiled)
     except SimulationError as error:

@@ -23,6 +23,7 @@ import ptodsl
 from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, add_row, example_names, print_table
 from ptodsl.checking import compare, spec_case
 from ptodsl.codegen import emit_kernelbench
+from ptodsl.draws import seeded_draw
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     for name in names or INTERPRETER_PATTERNS:
         spec = EXAMPLE_BY_STEM[name]
         compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
-        case = spec_case(compiled, seed=0)
+        case = spec_case(compiled, seeded_draw(0))
         checked = compiled.lowered.checked
         arguments, state = case.forward_and_state(checked)
         context: dict = {}

@@ -9,8 +9,8 @@ problem's code does wrong is described in DIR/error.txt, naming the step that di
 
 from __future__ import annotations
 
+import copy
 import json
-import math
 import sys
 import traceback
 from collections.abc import Callable
@@ -21,6 +21,7 @@ import torch
 
 from ptodsl import problems, workers
 from ptodsl.convolutions import SampleBySample
+from ptodsl.draws import spread
 from ptodsl.files import import_file
 
 
@@ -32,9 +33,9 @@ def main(argv: list[str]) -> int:
     workers.exit_with_parent()
     (work_dir,) = (Path(arg) for arg in argv)
     request = json.loads((work_dir / problems.REQUEST_FILE).read_text())
-    weights = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)
+    sent = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)
     try:
-        result = run(request, weights)
+        result = run(request, sent["weights"], sent["inputs"])
     except ProblemFault as fault:
         (work_dir / problems.ERROR_FILE).write_text(str(fault))
         return 1
@@ -55,10 +56,13 @@ def _call(what: str, function: Callable[[], Any]) -> Any:
 
 
 def _own(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor in storage of its own size (saving a view saves its whole storage); one
-    that has it already is not copied (#66's golden is 7.2 GB)."""
+    """The tensor contiguous, in storage of its own size (saving a view saves its whole
+    storage; a transposed view would reach pypto's goldens as it is, which pypto refuses);
+    one that is so already is not copied (#66's golden is 7.2 GB)."""
     whole = tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
-    return tensor if whole and tensor.is_contiguous() else tensor.clone()
+    if whole and tensor.is_contiguous():
+        return tensor
+    return tensor.clone(memory_format=torch.contiguous_format)
 
 
 def _describe(value: Any) -> str:
@@ -121,7 +125,14 @@ def _rescale(module: Any, sizes: dict[int, int]) -> list[str]:
     return scaled
 
 
-def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
+def run(
+    request: dict[str, Any],
+    weights: list[torch.Tensor],
+    draws: list[list[torch.Tensor] | None] | None = None,
+) -> dict[str, Any]:
+    """What the problem gives under the request's seed; its Model runs forward on each of
+    `draws`: get_inputs()'s (None), or a draw's tensors followed by get_inputs()'s
+    numbers."""
     path = Path(request["problem"])
     module = _call("loading the problem", lambda: import_file(path, "ptodsl_problem"))
     for name in ("get_inputs", "get_init_inputs", "Model"):
@@ -134,6 +145,8 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
     given = list(_call("get_inputs()", module.get_inputs))
     init_values = [_init_value(f"get_init_inputs()[{i}]", v) for i, v in enumerate(init_values)]
     given = [_forward_argument(f"get_inputs()[{i}]", v) for i, v in enumerate(given)]
+    numbers = [v for v in given if not isinstance(v, torch.Tensor)]
+    runs = [given if drawn is None else [*drawn, *numbers] for drawn in (draws or [None])]
     # A harness seeds again before it builds each model: the weights are the draws after it.
     torch.manual_seed(seed)
     model = _call("Model(*get_init_inputs())", lambda: module.Model(*init_values))
@@ -149,20 +162,14 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
     )
     expected = None
     scales = None
+    returns, dtypes = _result_form(model, given)
     if fits:
-        scales = [_spread(parameter.detach()) for parameter in parameters]
+        scales = [spread(parameter.detach()) for parameter in parameters]
         with torch.no_grad():
             for parameter, weight, scale in zip(parameters, weights, scales, strict=True):
                 parameter.copy_(weight * scale)
         model = model.double()
-        # Integer and bool tensors (class targets, masks) keep their dtype, as in float32.
-        arguments = [
-            v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-            for v in given
-        ]
-        with torch.no_grad(), SampleBySample():
-            result = _call("Model.forward", lambda: model(*arguments))
-        expected = [_own(t.detach()) for t in _outputs(result)]
+        expected = [_forward(model, arguments) for arguments in runs]
     return {
         "init_values": init_values,
         "inputs": given,
@@ -171,19 +178,36 @@ def run(request: dict[str, Any], weights: list[torch.Tensor]) -> dict[str, Any]:
         "weight_scales": scales,
         "scaled": scaled,
         "drop_in": drop_in,
+        "returns": returns,
+        "dtypes": dtypes,
     }
 
 
-def _spread(initial: torch.Tensor) -> float:
-    """How far the problem's own initial values of a parameter spread (their standard
-    deviation; a single value's magnitude): the check's random weights are drawn at that
-    scale, so that they meet the layer as the problem's own would. Drawn at 1, a 3-D
-    convolution's 81 taps made outputs of about 9 that a later clamp saturated everywhere
-    (#96 of level 2: every kernel returning its bound would pass). A parameter that starts
-    constant (a norm's ones) keeps 1."""
-    values = initial.double().flatten()
-    spread = values.std().item() if values.numel() >= 2 else values.abs().item()
-    return spread if spread > 0 and math.isfinite(spread) else 1.0
+def _forward(model: torch.nn.Module, given: list[Any]) -> list[torch.Tensor]:
+    """The float64 model's outputs on `given`; integer and bool tensors (class targets,
+    masks) keep their dtype, as in float32."""
+    arguments = [
+        v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in given
+    ]
+    with torch.no_grad(), SampleBySample():
+        result = _call("Model.forward", lambda: model(*arguments))
+    return [_own(t.detach()) for t in _outputs(result)]
+
+
+def _result_form(model: torch.nn.Module, given: list[Any]) -> tuple[str, list[str]]:
+    """What the Model's forward returns at its own precision: "a tensor" or "a tuple of N
+    tensors", and each tensor's dtype, found on torch's meta device (shapes and dtypes,
+    no arithmetic). A forward the meta device cannot run tells nothing: ("", [])."""
+    try:
+        meta = copy.deepcopy(model).to("meta")
+        arguments = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in given]
+        with torch.no_grad():
+            result = meta(*arguments)
+        _outputs(result)  # a tensor or a tuple of tensors, as the float64 run needs
+    except Exception:  # noqa: BLE001 - an op without a meta kernel: the float64 run decides
+        return "", []
+    tensors = [result] if isinstance(result, torch.Tensor) else list(result)
+    return problems.describe_result(result), [str(v.dtype) for v in tensors]
 
 
 def _described(model: torch.nn.Module) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ import pypto
 import torch
 
 from ptodsl import interpret, simulator, workers
+from ptodsl.problems import describe_result
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
     payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True, mmap=True)
     module_path = Path(request["module_path"])
     try:
-        outputs = simulate(module_path, request, payload)
+        outputs = simulate(module_path, request, payload, request_dir)
     except BaseException as error:
         (request_dir / simulator._ERROR_FILE).write_text(describe_error(error, module_path))
         raise
@@ -47,7 +48,9 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]) -> list:
+def simulate(
+    module_path: Path, request: dict[str, Any], payload: dict[str, Any], request_dir: Path
+) -> list:
     if request["load"] == "exec":
         module = _exec_text(module_path)
     else:
@@ -68,6 +71,16 @@ def simulate(module_path: Path, request: dict[str, Any], payload: dict[str, Any]
     with torch.no_grad():
         result = model(*payload["inputs"])
         interpret.finish_launches()  # launches in flight write the outputs when they end
+    # The drop-in contract: what forward returned, and whether it wrote to its inputs (the
+    # request file maps afresh: the payload's own pages are private copies).
+    sent = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True, mmap=True)
+    changed = [
+        index
+        for index, (before, after) in enumerate(zip(sent["inputs"], payload["inputs"], strict=True))
+        if isinstance(before, torch.Tensor) and not torch.equal(before, after)
+    ]
+    form = {"returns": describe_result(result), "changed_inputs": changed}
+    (request_dir / simulator._FORM_FILE).write_text(json.dumps(form))
     return [_compact(t.detach()) for t in _as_list(result)]
 
 

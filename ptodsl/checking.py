@@ -13,23 +13,36 @@ import functools
 import math
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import torch
 
-from ptodsl import ir, modules, ops, sim_memory
+from ptodsl import ir, modules, sim_memory
 from ptodsl.api import Compiled
 from ptodsl.convolutions import SampleBySample
 from ptodsl.diagnostics import Source
+from ptodsl.draws import (
+    TORCH_DTYPES,
+    Draw,
+    Fingerprints,
+    Observation,
+    draw_inputs,
+    draws,
+    first_constant,
+    module_spreads,
+    unreached,
+)
 from ptodsl.error_bounds import (
     BOUND_RULE,
     TOLERANCES,
     Bounded,
+    Observer,
     element_bound,
     evaluate_bounds,
 )
+from ptodsl.forward import Forward
 from ptodsl.passes.launches import samples_part
 from ptodsl.problems import ProblemError, ProblemRun, run_problem
 from ptodsl.progress import Progress
@@ -48,100 +61,6 @@ WORST_SHOWN = 5
 VACUITY_HINT = (
     "choose inputs that make it large and varied: an `in` domain, another --seed, or a larger scale"
 )
-
-TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
-
-
-def make_input(tensor: ir.Input, index: int, seed: int, ties: bool = False) -> torch.Tensor:
-    """Seeded values in the input's domain. Each input index draws from its own
-    distribution (scale and offset differ), so that swapping two operands changes results.
-    With `ties` (the input reaches an argmax), values are rounded to quarters so that many
-    extrema are tied and the tie rule (the first position wins) is checked."""
-    generator = torch.Generator().manual_seed(seed * 1009 + index)
-    shape = tensor.declared_shape
-    if tensor.type.dtype is ir.DType.BOOL:
-        return _signs(shape, generator) > 0
-    if tensor.domain == "range":
-        assert tensor.extent is not None, "typecheck gives every range its extent"
-        values = torch.randint(0, tensor.extent, shape, generator=generator)
-        return values.to(TORCH_DTYPES[tensor.type.dtype])
-    values = _real_values(tensor, index, shape, generator)
-    if ties and tensor.domain in TIE_GRID:
-        low, high = TIE_GRID[tensor.domain]
-        values = (torch.round(values * 4) / 4).clamp(low, high)
-    return values.to(TORCH_DTYPES[tensor.type.dtype])
-
-
-# Quarters that stay inside each domain when an arg-reduction's inputs are rounded for ties
-# (rounding would put 0 into `positive` and `unit`); softmax rows and signs are left alone.
-TIE_GRID = {"real": (-math.inf, math.inf), "positive": (0.25, math.inf), "unit": (0.25, 0.75)}
-
-
-def _real_values(
-    tensor: ir.Input, index: int, shape: tuple[int, ...], generator: torch.Generator
-) -> torch.Tensor:
-    if tensor.domain == "positive":
-        values = torch.rand(shape, generator=generator, dtype=torch.float64)
-        values = 0.1 + 0.15 * index + (1.5 + 0.5 * index) * values
-    elif tensor.domain == "unit":
-        values = torch.rand(shape, generator=generator, dtype=torch.float64)
-        values = 0.02 + 0.96 * values ** (1.0 + 0.5 * index)
-    elif tensor.domain == "softmax":
-        logits = torch.randn(shape, generator=generator, dtype=torch.float64)
-        values = torch.softmax(logits * (1.0 + 0.5 * index), dim=-1)
-    elif tensor.domain == "sign":
-        values = _signs(shape, generator)
-    else:
-        # Close enough that norms of differences stay comparable (triplet margins matter),
-        # apart enough that swapping two inputs changes every result.
-        values = torch.randn(shape, generator=generator, dtype=torch.float64)
-        values = _scale_along_every_axis(values, generator)
-        values = values * (1.0 + 0.05 * index) + 0.05 * index * (-1) ** index
-    return values
-
-
-def arg_reduced_inputs(kernel: ir.Kernel) -> frozenset[str]:
-    """The inputs an argmax or argmin reads, directly or through `let` bindings."""
-    lets = {stmt.name: stmt.value for stmt in kernel.body if isinstance(stmt, ir.Let)}
-
-    def names(expr: ir.Expr) -> set[str]:
-        found = set()
-        for node in ir.walk(expr):
-            if isinstance(node, ir.Ref):
-                found |= names(lets[node.name]) if node.name in lets else {node.name}
-        return found
-
-    return frozenset(
-        name
-        for stmt in kernel.body
-        for node in ir.walk(stmt.value)
-        if isinstance(node, ir.Op) and ops.lookup(node.op).kind is ops.Kind.ARG_REDUCTION
-        for name in names(node.operands[0])
-    )
-
-
-def _scale_along_every_axis(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Multiplies in a scale per index of every axis (0.75 to 1.25): sums along any axis then
-    depend on where they are, not only on the distribution. With plain randn every row of
-    4096 has a norm close to 64, and a kernel computing sqrt(sum(x / x)) instead of
-    sqrt(sum(x * x)) passes."""
-    for axis, extent in enumerate(values.shape):
-        scales = 0.75 + 0.5 * torch.rand(extent, generator=generator, dtype=torch.float64)
-        values.mul_(scales.reshape([extent if a == axis else 1 for a in range(values.dim())]))
-    return values
-
-
-def _signs(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """Coin flips of -1 and +1, with about a quarter of the slices along every axis all -1:
-    a max along one axis then varies and differs from a max along another (with plain
-    coin flips every max is 1). A min of signs stays -1 everywhere, which the check reports
-    as vacuous: no input can have both all -1 rows and all +1 columns."""
-    values = torch.randint(0, 2, shape, generator=generator).to(torch.float64) * 2 - 1
-    for axis, extent in enumerate(shape):
-        forced = torch.rand(extent, generator=generator) < 0.25
-        mask = forced.reshape([extent if a == axis else 1 for a in range(len(shape))])
-        values = torch.where(mask, -1.0, values)
-    return values
 
 
 @attrs.frozen
@@ -168,6 +87,9 @@ class OutputCheck:
     bound_range: tuple[float, float] = (math.nan, math.nan)
     worst: tuple[Element, ...] = ()  # the elements furthest over (or nearest to) the bound
     problem: str | None = None  # why the output fails other than by its errors
+    # why a trivial kernel would pass on this draw (`vacuity`); a failure only when so on
+    # every draw (`CheckReport.outputs`)
+    vacuous: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -210,6 +132,39 @@ def judge_pass(
     return judged(False)
 
 
+@attrs.frozen
+class DrawCheck:
+    """One draw the kernel ran on: each output's comparison there, and what the draw
+    showed (`notes`: an output the same as on the seeded draw)."""
+
+    name: str
+    why: str
+    outputs: tuple[OutputCheck, ...]
+    notes: tuple[str, ...] = ()
+
+
+def over_draws(checks: list[OutputCheck]) -> OutputCheck:
+    """One output over every draw: the worst draw's comparison (the most elements off),
+    and a trivial kernel's pass (`vacuous`) a failure only when it would pass on every
+    draw."""
+    worst = max(checks, key=lambda c: (c.problem is not None, c.mismatched, _ratio(c)))
+    vacuous = None if any(c.vacuous is None for c in checks) else checks[0].vacuous
+    problem = next((c.problem for c in checks if c.problem is not None), None)
+    lows, highs = zip(*(c.bound_range for c in checks), strict=True)
+    return attrs.evolve(
+        worst,
+        max_abs_error=max(c.max_abs_error for c in checks),
+        worst_ratio=max(_ratio(c) for c in checks),
+        bound_range=(min(lows), max(highs)),
+        problem=problem or (None if vacuous is None else f"{vacuous} (on every draw)"),
+        vacuous=vacuous,
+    )
+
+
+def _ratio(check: OutputCheck) -> float:
+    return -math.inf if math.isnan(check.worst_ratio) else check.worst_ratio
+
+
 @with_properties("ok")
 @attrs.frozen
 class CheckReport:
@@ -221,11 +176,17 @@ class CheckReport:
     seed: int
     scaled: tuple[str, ...]  # problem constants resized to the spec's --dim sizes
     verify: str
-    outputs: tuple[OutputCheck, ...]
+    outputs: tuple[OutputCheck, ...]  # each output over every draw (`over_draws`)
     problems: tuple[str, ...]  # why the check proves nothing, beyond single outputs
     passes: tuple[PassCheck, ...]
-    sim_time_us: float
+    sim_time_us: float  # of the seeded draw
     total_cycles: int
+    draws: tuple[DrawCheck, ...] = ()  # the draws the kernel ran on, the seeded one first
+    not_run: tuple[str, ...] = ()  # draws not run, and why
+    unreached: tuple[str, ...] = ()  # branches and terms of the spec no draw reached
+    # why every output is the same whatever the inputs and weights: then the kernel is
+    # compared with that constant and the verdict is DEGENERATE
+    degenerate: tuple[str, ...] = ()
 
     @property
     def failed_passes(self) -> tuple[PassCheck, ...]:
@@ -235,9 +196,15 @@ class CheckReport:
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs) and not self.problems and not self.failed_passes
 
+    @property
+    def verdict(self) -> str:
+        if not self.ok:
+            return "FAIL"
+        return "DEGENERATE" if self.degenerate else "PASS"
+
     def to_json(self) -> dict:
         """The report as strict JSON values: a number that is not finite becomes null."""
-        return to_json(self) | {"bound_rule": BOUND_RULE}
+        return to_json(self) | {"bound_rule": BOUND_RULE, "verdict": self.verdict}
 
 
 # Outputs are judged in flat chunks of this many elements: the float64 temporaries of a
@@ -316,7 +283,7 @@ def compare(
         mismatched=mismatched,
         bound_range=(bound_low, bound_high),
         worst=worst,
-        problem=vacuity(expected, scale, dtype),
+        vacuous=vacuity(expected, scale, dtype),
     )
 
 
@@ -354,13 +321,19 @@ class Case:
     """What one check runs: every kernel input (weights included, in declaration order), the
     `ModelNew` arguments, `forward`'s scalars, the expected outputs and their error scales."""
 
+    draw: Draw
     inputs: list[torch.Tensor]
     init_kwargs: dict[str, ir.ParamValue]
     forward_scalars: list[float]
     expected: tuple[torch.Tensor, ...]
     scales: tuple[torch.Tensor, ...]
+    observation: Observation
     ambiguities: tuple[str, ...] = ()
     scaled: tuple[str, ...] = ()
+    # the problem's Model's result as it returned it: "a tensor" or "a tuple of 2 tensors",
+    # and each output's torch dtype (None: the spec's reference, which is the spec)
+    returns: str | None = None
+    dtypes: tuple[str, ...] | None = None
 
     def forward_and_state(
         self, checked: ir.Kernel
@@ -385,6 +358,7 @@ def _scales(
     forward_scalars: list[float],
     expected: tuple[torch.Tensor, ...],
     agree: Agreement,
+    observer: Observer | None = None,
 ) -> tuple[tuple[torch.Tensor, ...], list[str]]:
     """Each output's error scale, from the spec's own float64 evaluation, which `agree`
     holds to the golden `expected`; and the reductions the inputs cannot tell apart. A kernel
@@ -399,7 +373,7 @@ def _scales(
     parts = _sample_parts(checked, kernels[0].launches) if len(kernels) == 1 else None
     if parts is None:
         with SampleBySample():
-            bounded, ambiguities = evaluate_bounds(checked, inputs, params)
+            bounded, ambiguities = evaluate_bounds(checked, inputs, params, observer)
         for output, golden, own in zip(checked.outputs, expected, bounded, strict=True):
             agree(output, golden, own, 0)
         return tuple(b.scale for b in bounded), ambiguities
@@ -412,7 +386,7 @@ def _scales(
             value[samples] if tensor.name in sliced else value
             for tensor, value in zip(checked.inputs, inputs, strict=True)
         ]
-        bounded, noted = evaluate_bounds(part_kernel, part_inputs, params)
+        bounded, noted = evaluate_bounds(part_kernel, part_inputs, params, observer)
         ambiguities += [a for a in noted if a not in ambiguities]
         for output, golden, own, scale in zip(
             checked.outputs, expected, bounded, scales, strict=True
@@ -420,6 +394,17 @@ def _scales(
             agree(output, golden[samples], own, start)
             scale[samples] = own.scale
     return scales, ambiguities
+
+
+def _unless_overflowing(agree: Agreement, observation: Observation) -> Agreement:
+    """`agree`, but not on a draw whose exact values left their dtype's range (it is not
+    run, and infinities on both sides do not compare)."""
+
+    def agreeing(output: ir.Output, golden: torch.Tensor, own: Bounded, first: int) -> None:
+        if not observation.overflows:
+            agree(output, golden, own, first)
+
+    return agreeing
 
 
 def _sample_parts(
@@ -434,19 +419,21 @@ def _sample_parts(
     return None if part is None else (part, frozenset(sliced), launches.chunk)
 
 
-def spec_case(compiled: Compiled, seed: int) -> Case:
-    """Seeded inputs and weights in each one's domain, params at their values, and the spec's
-    own torch reference evaluated in float64."""
+def spec_case(compiled: Compiled, draw: Draw) -> Case:
+    """The draw's inputs and weights (each in its domain), params at their values, and the
+    spec's own torch reference evaluated in float64."""
     checked = compiled.lowered.checked
-    tied = arg_reduced_inputs(checked)
-    inputs = [
-        make_input(tensor, index, seed, ties=tensor.name in tied)
-        for index, tensor in enumerate(checked.inputs)
-    ]
     missing = [p.name for p in checked.params if p.default is None]
     if missing:
         raise ValueError(f"params without a value cannot be checked: {', '.join(missing)}")
     init_kwargs = {p.name: p.default for p in checked.init_params}
+    inputs = draw_inputs(checked, draw)
+    if checked.weights:  # each at its module's own spread, as --against draws them
+        spreads = module_spreads(checked, _reference_model(compiled, init_kwargs, draw.weight_seed))
+        inputs = [
+            value * spreads[tensor.name] if tensor.init is not None else value
+            for tensor, value in zip(checked.inputs, inputs, strict=True)
+        ]
     forward_scalars = [p.default for p in checked.forward_params]
     expected = evaluate_reference(compiled, inputs, init_kwargs, forward_scalars)
 
@@ -458,8 +445,59 @@ def spec_case(compiled: Compiled, seed: int) -> Case:
                 f"the reference and the error-bound evaluation of {output.name} differ"
             )
 
-    scales, ambiguities = _scales(compiled, inputs, init_kwargs, forward_scalars, expected, agree)
-    return Case(inputs, init_kwargs, forward_scalars, expected, scales, tuple(ambiguities))
+    return _evaluated_case(compiled, draw, inputs, init_kwargs, forward_scalars, expected, agree)
+
+
+def _evaluated_case(
+    compiled: Compiled,
+    draw: Draw,
+    inputs: list[torch.Tensor],
+    init_kwargs: dict[str, ir.ParamValue],
+    forward_scalars: list[float],
+    expected: tuple[torch.Tensor, ...],
+    agree: Agreement,
+    scaled: tuple[str, ...] = (),
+    returns: str | None = None,
+    dtypes: tuple[str, ...] | None = None,
+) -> Case:
+    """The draw's case: the expected outputs' error scales and what the draw reached,
+    from the spec's own float64 evaluation, which `agree` holds to the golden (unless the
+    draw overflows: it is not run)."""
+    observation = Observation(compiled.lowered.source.text)
+    scales, ambiguities = _scales(
+        compiled,
+        inputs,
+        init_kwargs,
+        forward_scalars,
+        expected,
+        _unless_overflowing(agree, observation),
+        observation,
+    )
+    return Case(
+        draw,
+        inputs,
+        init_kwargs,
+        forward_scalars,
+        expected,
+        scales,
+        observation,
+        tuple(ambiguities),
+        scaled,
+        returns,
+        dtypes,
+    )
+
+
+def _reference_model(
+    compiled: Compiled, init_kwargs: Mapping[str, ir.ParamValue], seed: int
+) -> torch.nn.Module:
+    """The spec's torch module as its constructor builds it under `seed`."""
+    fixed = {p.name for p in compiled.lowered.checked.params if p.fixed}
+    with torch.random.fork_rng():  # the caller's random state is left as it was
+        torch.manual_seed(seed)
+        return compiled.reference.Model(
+            **{name: value for name, value in init_kwargs.items() if name not in fixed}
+        )
 
 
 def evaluate_reference(
@@ -478,43 +516,108 @@ def evaluate_reference(
     return expected if isinstance(expected, tuple) else (expected,)
 
 
-def problem_case(
+# Draws whose goldens together stay below this go through the problem's Model in one
+# worker (a worker's start and the problem's import cost 1 to 3 s); larger ones one each,
+# so that one golden at a time is held (#66's is 7.2 GB at full shape).
+BATCHED_GOLDEN_BYTES = 1 << 30
+
+
+def problem_cases(
     compiled: Compiled,
     problem_path: Path,
-    seed: int,
+    draws_: Sequence[Draw],
     rescale: Mapping[int, int] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
-) -> Case:
-    """The problem's own inputs and init arguments, checked against the spec's declarations,
-    and its own Model's output (in float64) as the golden, computed in a worker process.
-    ModelNew, built under the seed as a harness builds it, must start with the Model's own
-    initial parameters (the same draws). For the numeric check both then get seeded random
-    values, matched in `parameters()` order, so that a kernel ignoring a weight cannot pass
-    on ones and zeros, each at the spread of its parameter's own initial values (so that
-    they meet the layer at the problem's scale: `_problem_worker._spread`)."""
+) -> list[Case]:
+    """A case per draw (all with the same weights): the problem's own inputs (the seeded
+    draw) or the draw's, shaped as the spec declares them (and as the problem's
+    get_inputs() gives them: the seeded draw checks it), with the problem's init arguments
+    and forward's scalars, and its own Model's output (in float64) as the golden, computed
+    in a worker process. ModelNew, built under the seed as a harness builds it, must start
+    with the Model's own initial parameters (the same draws). For the numeric check both
+    then get seeded random values, matched in `parameters()` order, so that a kernel
+    ignoring a weight cannot pass on ones and zeros, each at the spread of its parameter's
+    own initial values (so that they meet the layer at the problem's scale:
+    `draws.spread`)."""
     checked = compiled.lowered.checked
-    weight_values = {
-        tensor.name: make_input(tensor, index, seed)
-        for index, tensor in enumerate(checked.inputs)
-        if tensor.init is not None
-    }
+    golden_bytes = 8 * sum(o.type.size for o in checked.outputs) * len(draws_)
+    if len(draws_) > 1 and golden_bytes > BATCHED_GOLDEN_BYTES:
+        return [
+            case
+            for draw in draws_
+            for case in problem_cases(compiled, problem_path, [draw], rescale, timeout)
+        ]
+    (weight_seed,) = {draw.weight_seed for draw in draws_}
+    drawn = [
+        dict(zip((t.name for t in checked.inputs), draw_inputs(checked, draw), strict=True))
+        for draw in draws_
+    ]
+    weight_values = {t.name: drawn[0][t.name] for t in checked.inputs if t.init is not None}
     in_torch_order = [weight_values[w.name] for w in checked.weights_in_torch_order]
+    given = [
+        None if draw.seeded else [values[t.name] for t in checked.tensor_arguments]
+        for draw, values in zip(draws_, drawn, strict=True)
+    ]
     # ModelNew is built beside the Model only when it has weights to compare (importing it
-    # costs the worker pypto's import, about 2 s)
-    model_new = compiled.source if checked.weights else None
-    run = run_problem(problem_path, seed, in_torch_order, rescale, timeout, model_new=model_new)
+    # costs the worker pypto's import, about 2 s), with the seeded draw
+    seeded = any(draw.seeded for draw in draws_)
+    model_new = compiled.source if checked.weights and seeded else None
+    run = run_problem(
+        problem_path,
+        weight_seed,
+        in_torch_order,
+        rescale,
+        timeout,
+        model_new=model_new,
+        inputs=given,
+    )
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
-    tensors, scalars = _forward_arguments(checked, run, where)
-    _check_parameters(checked, run, where)
+    _check_parameters(checked, run, where, expect_drop_in=seeded)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
     assert run.weight_scales is not None
     # The problem ran with each weight at its parameter's own spread; so does ModelNew.
     for weight, scale in zip(checked.weights_in_torch_order, run.weight_scales, strict=True):
         weight_values[weight.name] = weight_values[weight.name] * scale
+    cases = []
+    for draw, values, expected in zip(draws_, drawn, run.expected, strict=True):
+        if draw.seeded:
+            tensors, scalars = _forward_arguments(checked, run, where)
+        else:
+            tensors = [values[t.name] for t in checked.tensor_arguments]
+            scalars = [float(v) for v in run.inputs if not isinstance(v, torch.Tensor)]
+        cases.append(
+            _problem_case(
+                compiled,
+                draw,
+                run,
+                where,
+                init_kwargs,
+                tensors,
+                scalars,
+                weight_values,
+                tuple(expected),
+            )
+        )
+    return cases
+
+
+def _problem_case(
+    compiled: Compiled,
+    draw: Draw,
+    run: ProblemRun,
+    where: str,
+    init_kwargs: dict[str, ir.ParamValue],
+    tensors: list[torch.Tensor],
+    scalars: list[float],
+    weight_values: Mapping[str, torch.Tensor],
+    expected: tuple[torch.Tensor, ...],
+) -> Case:
+    """One draw's case from the problem's run: its outputs checked against the spec's
+    declarations and its own float64 evaluation (`_expect_same_meaning`)."""
+    checked = compiled.lowered.checked
     by_name = dict(zip((t.name for t in checked.tensor_arguments), tensors, strict=True))
     inputs = [by_name.get(t.name, weight_values.get(t.name)) for t in checked.inputs]
-    expected = tuple(run.expected)
     if len(expected) != len(checked.outputs):
         raise ProblemError(
             f"{where}: its Model returns {len(expected)} outputs, the spec declares "
@@ -526,11 +629,23 @@ def problem_case(
                 f"{where}: output `{output.name}`: the problem's Model returns "
                 f"{list(value.shape)}, the spec declares {list(output.declared_shape)}"
             )
-    agree = functools.partial(_expect_same_meaning, where=where)
-    scales, ambiguities = _scales(compiled, inputs, init_kwargs, scalars, expected, agree)
-    return Case(
-        inputs, init_kwargs, scalars, expected, scales, tuple(ambiguities), tuple(run.scaled)
+    agree = functools.partial(_expect_same_meaning, where=f"{where}, draw {draw.name}")
+    scaled, dtypes = tuple(run.scaled), tuple(run.dtypes)
+    return _evaluated_case(
+        compiled, draw, inputs, init_kwargs, scalars, expected, agree, scaled, run.returns, dtypes
     )
+
+
+def problem_case(
+    compiled: Compiled,
+    problem_path: Path,
+    draw: Draw,
+    rescale: Mapping[int, int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> Case:
+    """`problem_cases` of one draw."""
+    (case,) = problem_cases(compiled, problem_path, [draw], rescale, timeout)
+    return case
 
 
 def _expect_same_meaning(
@@ -618,10 +733,12 @@ def _expect_tensor(what: str, tensor: torch.Tensor, declared: ir.Input, source: 
         )
 
 
-def _check_parameters(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
+def _check_parameters(
+    checked: ir.Kernel, run: ProblemRun, where: str, expect_drop_in: bool = True
+) -> None:
     """The spec's weights are the Model's parameters (in torch's order), and ModelNew built
     under the seed starts them at the Model's values: a drop-in for a harness that seeds,
-    builds both and never copies weights."""
+    builds both and never copies weights (checked when `expect_drop_in`)."""
     weights = checked.weights_in_torch_order
     parameters = run.parameters
     spec_listing = ", ".join(f"`{w.state_name}` {list(w.declared_shape)}" for w in weights)
@@ -650,7 +767,7 @@ def _check_parameters(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
         )
     drop_in = run.drop_in
     if drop_in is None:
-        assert not weights, "problem_case gives the worker ModelNew when it has weights"
+        assert not (weights and expect_drop_in), "the worker built ModelNew: it has weights"
         return
     if drop_in.error is not None:
         raise ProblemError(f"{where}: ModelNew(*get_init_inputs()) failed: {drop_in.error}")
@@ -742,73 +859,61 @@ def run_check(
     launch_jobs: int = 1,
 ) -> CheckReport:
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
-    torch reference on seeded inputs, or with `against`, against a KernelBench-format problem
-    file: its `Model(*get_init_inputs())` on its own `get_inputs()` is the golden (its
-    module-level size constants resized by `rescale`). `timeout` limits each worker.
-    Raises `CheckTooBig`, before allocating anything, when the check would not fit in the
-    memory this machine has available. `progress` gets `check_steps(compiled)` steps: the
-    golden, then each launch simulated. `launch_jobs`: a kernel whose launches run in
-    workers of their own runs up to that many at once, as many as fit in the memory
-    available (`launches_in_flight`)."""
+    torch reference, or with `against`, against a KernelBench-format problem file: its
+    `Model(*get_init_inputs())` is the golden (its module-level size constants resized by
+    `rescale`), on its own `get_inputs()` and on the check's other draws (`ptodsl.draws`).
+    `timeout` limits each worker. Raises `CheckTooBig`, before allocating anything, when
+    the check would not fit in the memory this machine has available. `progress` gets
+    `check_steps(compiled)` steps: the golden, then each launch simulated of the seeded
+    draw, then each other draw. `launch_jobs`: a kernel whose launches run in workers of
+    their own runs up to that many at once, as many as fit in the memory available
+    (`launches_in_flight`)."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.program)
     available = available_bytes()
     if needed > available:
         raise CheckTooBig(needed, available)
-    if against is not None:
-        case = problem_case(compiled, against, seed, rescale, timeout)
-        golden = f"problem {against} (its Model in float64)"
-    else:
-        case = spec_case(compiled, seed)
-        golden = "the spec's torch reference in float64"
-    if progress is not None:
-        progress.step(f"golden: {golden}")
     checked = compiled.lowered.checked
+    candidates = draws(seed)
+    golden = (
+        "the spec's torch reference in float64"
+        if against is None
+        else f"problem {against} (its Model in float64)"
+    )
     verify = choose_verify(checked, passes)
-    arguments, state = case.forward_and_state(checked)
     module = "generated by ptodsl" if kernel_path is None else str(kernel_path)
     with tempfile.TemporaryDirectory(prefix="ptodsl-check-") as scratch:
         if kernel_path is None:
             kernel_path = Path(scratch) / f"{compiled.name}.py"
             kernel_path.write_text(compiled.source, encoding="utf-8")
-        # While the simulator runs, the expected outputs and their error scales (float64:
-        # four times an f32 output's bytes together) wait on disk, and come back mapped.
-        spilled = Path(scratch) / "expected.pt"
-        torch.save({"expected": case.expected, "scales": case.scales}, spilled)
-        # pypto's own golden comparison is per pass: at graph level it would only repeat,
-        # less strictly, the element-wise comparison below, and cost the worker a copy.
-        # (of a one-kernel program: pypto's goldens are one kernel's outputs)
-        single = len(compiled.program.calls) == 1
-        goldens = _goldens(case, compiled) if verify == "all" and single else None
-        case = attrs.evolve(case, expected=(), scales=())
-        per_launch = verify == "graph" and single and sim_memory.worker_per_launch(compiled.kernel)
-        launches = compiled.kernel.launch_count if per_launch else 1
-        in_flight = launches_in_flight(compiled.kernel, launch_jobs) if per_launch else 1
-        run: SimRun = run_model(
-            kernel_path,
-            case.init_kwargs,
-            arguments,
-            goldens=goldens,
-            kernel_inputs=len(case.inputs),
-            verify=verify,
-            state=state,
-            timeout=timeout,
-            launches=launches,
-            launches_in_flight=in_flight,
-            on_launch=None if progress is None else _launch_steps(progress, compiled),
-        )
-        del goldens, arguments, state
-        judged = torch.load(spilled, mmap=True, weights_only=True)
-    expected, scales = judged["expected"], judged["scales"]
+        runner = _DrawRunner(compiled, kernel_path, Path(scratch), timeout, launch_jobs)
+        always = [d for d in candidates if d.always]
+        seeded, *always = map(runner.spilled, _cases(compiled, always, against, rescale, timeout))
+        if progress is not None:
+            progress.step(f"golden: {golden}")
+        first = runner.run(seeded, verify, progress)
+        later = _Draws(compiled, against, rescale, timeout, seeded, runner)
+        later.run_cases(always, progress)
+        later.run_to_reach(candidates[1:], progress)
+        later.run_until_judged(candidates[1:], progress)
+        degenerate = later.degenerate()
+    judged = runner.judged
     outputs = tuple(
-        compare(o.name, actual, e, scale, o.type.dtype)
-        for o, actual, e, scale in zip(checked.outputs, run.outputs, expected, scales, strict=False)
+        over_draws([draw.outputs[index] for draw in judged])
+        for index in range(len(checked.outputs))
     )
-    problems = tuple(f"vacuous: {a}; {VACUITY_HINT}" for a in case.ambiguities)
-    if len(run.outputs) != len(checked.outputs):
-        problems += (
-            f"the kernel returned {len(run.outputs)} outputs, the spec declares "
-            f"{len(checked.outputs)}",
+    if degenerate:  # the kernel is compared with the constant; no trivial kernel is wrong
+        outputs = tuple(attrs.evolve(o, problem=None) if o.vacuous else o for o in outputs)
+    else:
+        outputs = tuple(
+            attrs.evolve(o, problem=later.insensitive.get(o.name)) if o.problem is None else o
+            for o in outputs
         )
+    problems = tuple(
+        f"vacuous: {a}; {VACUITY_HINT}"
+        for a in seeded.ambiguities
+        if all(a in case.ambiguities for case in later.cases)
+    )
+    problems += runner.contract_faults(seeded)
     return CheckReport(
         kernel=compiled.name,
         spec=compiled.filename,
@@ -816,13 +921,326 @@ def run_check(
         golden=golden,
         plan=compiled.plan_origin,
         seed=seed,
-        scaled=case.scaled,
+        scaled=seeded.scaled,
         verify=verify,
         outputs=outputs,
         problems=problems,
-        passes=tuple(judge_pass(p, checked.outputs, expected, scales) for p in run.pass_results),
-        sim_time_us=run.sim_time_us,
-        total_cycles=run.total_cycles,
+        passes=first.passes,
+        sim_time_us=first.run.sim_time_us,
+        total_cycles=first.run.total_cycles,
+        draws=tuple(judged),
+        not_run=tuple(later.not_run),
+        unreached=tuple(r.describe() for r in unreached([c.observation for c in later.cases])),
+        degenerate=degenerate,
+    )
+
+
+def _cases(
+    compiled: Compiled,
+    draws_: Sequence[Draw],
+    against: Path | None,
+    rescale: Mapping[int, int] | None,
+    timeout: float,
+) -> list[Case]:
+    """A case per draw: the spec's reference, or the problem's Model (in one worker run
+    when the goldens are small: `problem_cases`)."""
+    if against is None:
+        return [spec_case(compiled, draw) for draw in draws_]
+    return problem_cases(compiled, against, draws_, rescale, timeout)
+
+
+@attrs.frozen
+class _Ran:
+    """A draw's simulation: what it returned and pypto's per-pass verdicts on it."""
+
+    run: SimRun
+    passes: tuple[PassCheck, ...]
+
+
+class _DrawRunner:
+    """Runs the kernel module on draws, one simulation each, and compares its outputs."""
+
+    def __init__(
+        self,
+        compiled: Compiled,
+        kernel_path: Path,
+        scratch: Path,
+        timeout: float,
+        launch_jobs: int,
+    ):
+        self.compiled, self.kernel_path, self.scratch = compiled, kernel_path, scratch
+        self.timeout, self.launch_jobs = timeout, launch_jobs
+        self.judged: list[DrawCheck] = []
+        self.runs: list[SimRun] = []
+
+    def spilled(self, case: Case) -> Case:
+        """The case with its expected outputs and their error scales (float64: four times
+        an f32 output's bytes together) on disk and mapped back: they wait there while the
+        simulator runs, as pages the kernel may evict."""
+        path = self.scratch / f"expected-{case.draw.name.replace(' ', '-')}.pt"
+        torch.save({"expected": case.expected, "scales": case.scales}, path)
+        mapped = torch.load(path, mmap=True, weights_only=True)
+        return attrs.evolve(case, expected=mapped["expected"], scales=mapped["scales"])
+
+    def run(self, case: Case, verify: str, progress: Progress | None = None) -> _Ran:
+        """Simulates the draw (`verify` as `run_model` takes it) and judges its outputs."""
+        compiled, checked = self.compiled, self.compiled.lowered.checked
+        arguments, state = case.forward_and_state(checked)
+        # pypto's own golden comparison is per pass: at graph level it would only repeat,
+        # less strictly, the element-wise comparison below, and cost the worker a copy.
+        # (of a one-kernel program: pypto's goldens are one kernel's outputs)
+        program = compiled.program
+        single = len(program.calls) == 1
+        goldens = _goldens(case, compiled) if verify == "all" and single else None
+        per_launch = verify == "graph" and sim_memory.worker_per_launch(program)
+        launches = program.launch_count if per_launch else 1
+        in_flight = launches_in_flight(program, self.launch_jobs) if per_launch else 1
+        on_launch = None
+        if progress is not None and not self.judged:
+            on_launch = _launch_steps(progress, compiled)
+        run: SimRun = run_model(
+            self.kernel_path,
+            case.init_kwargs,
+            arguments,
+            goldens=goldens,
+            kernel_inputs=len(case.inputs),
+            verify=verify,
+            state=state,
+            timeout=self.timeout,
+            launches=launches,
+            launches_in_flight=in_flight,
+            on_launch=on_launch,
+        )
+        del goldens, arguments, state
+        expected, scales = case.expected, case.scales
+        outputs = tuple(
+            compare(o.name, actual, e, scale, o.type.dtype)
+            for o, actual, e, scale in zip(
+                checked.outputs, run.outputs, expected, scales, strict=False
+            )
+        )
+        outputs += tuple(
+            OutputCheck(o.name, o.declared_shape, o.type.dtype.value, 0, 0, problem="not returned")
+            for o in checked.outputs[len(run.outputs) :]
+        )
+        passes = tuple(judge_pass(p, checked.outputs, expected, scales) for p in run.pass_results)
+        self.judged.append(DrawCheck(case.draw.name, case.draw.why, outputs))
+        self.runs.append(attrs.evolve(run, outputs=[]))
+        return _Ran(run, passes)
+
+    def contract_faults(self, seeded: Case) -> tuple[str, ...]:
+        """Where ModelNew is not a drop-in for the problem (or for the spec's forward): it
+        wrote to an input, returned another container or count, or another dtype."""
+        checked = self.compiled.lowered.checked
+        faults = []
+        names = [t.name for t in checked.inputs if t.init is None]
+        written: dict[str, list[str]] = {}
+        for draw, run in zip(self.judged, self.runs, strict=True):
+            for index in run.changed_inputs:
+                what = names[index] if index < len(names) else f"argument {index}"
+                written.setdefault(what, []).append(draw.name)
+        faults += [
+            f"ModelNew.forward wrote to its input `{what}` (draws {', '.join(on)}): a drop-in "
+            "leaves its inputs as they were"
+            for what, on in written.items()
+        ]
+        count = len(checked.outputs)
+        wanted = seeded.returns or ("a tensor" if count == 1 else f"a tuple of {count} tensors")
+        returned = {run.returns for run in self.runs if run.returns}
+        for returns in sorted(returned - {wanted}):
+            source = "the problem's Model returns" if seeded.returns else "the spec declares"
+            faults.append(f"ModelNew.forward returned {returns}; {source} {wanted}")
+        for output, dtype in zip(checked.outputs, seeded.dtypes or (), strict=False):
+            declared = str(TORCH_DTYPES[output.type.dtype])
+            if dtype != declared:
+                faults.append(
+                    f"output `{output.name}`: the problem's Model returns {dtype}, the spec "
+                    f"declares {output.type.dtype.value} ({declared}): a drop-in returns "
+                    "the dtype the problem returns"
+                )
+        return tuple(faults)
+
+
+class _Draws:
+    """The draws after the seeded one: which run, and what running them showed."""
+
+    def __init__(
+        self,
+        compiled: Compiled,
+        against: Path | None,
+        rescale: Mapping[int, int] | None,
+        timeout: float,
+        seeded: Case,
+        runner: _DrawRunner,
+    ):
+        self.compiled, self.against, self.rescale, self.timeout = (
+            compiled,
+            against,
+            rescale,
+            timeout,
+        )
+        self.seeded, self.runner = seeded, runner
+        self.cases: list[Case] = [seeded]
+        self.not_run: list[str] = []
+        self.ran: set[str] = {seeded.draw.name}
+        self.made: dict[str, Case | None] = {}  # the cases made, None where they overflow
+        self.insensitive: dict[str, str] = {}
+        # each output's golden on the seeded draw, to tell which draws change it
+        self.first = [(e, s) for e, s in zip(seeded.expected, seeded.scales, strict=True)]
+
+    def run_cases(self, cases: list[Case], progress: Progress | None) -> None:
+        """The draws that always run, their cases made with the seeded one's."""
+        for case in cases:
+            self.made[case.draw.name] = case
+            if self._failed():
+                self.not_run.append(f"{case.draw.name}: the check failed on an earlier draw")
+            elif case.observation.overflows:
+                self.not_run.append(f"{case.draw.name}: {case.observation.overflows[0]}")
+            else:
+                self._run(case, progress)
+
+    def run_to_reach(self, candidates: tuple[Draw, ...], progress: Progress | None) -> None:
+        """The draws that reach a branch or term of the spec that no draw run yet did."""
+        for draw in candidates:
+            left = set(unreached([c.observation for c in self.cases]))
+            if not left:
+                return
+            if draw.name in self.ran:
+                continue
+            if self._failed():
+                return
+            case = self._made_case(draw)
+            if case is not None and case.observation.reached & left:
+                self._run(case, progress)
+
+    def run_until_judged(self, candidates: tuple[Draw, ...], progress: Progress | None) -> None:
+        """Further draws while some output is the same on every draw of the inputs, or one
+        a trivial kernel would pass on every draw run: another may tell."""
+        for draw in candidates:
+            if not self._unjudged() or self._failed():
+                return
+            if draw.name not in self.ran:
+                self._try(draw, progress)
+
+    def _unjudged(self) -> list[str]:
+        names = [o.name for o in self.compiled.lowered.checked.outputs]
+        judged = self.runner.judged
+        return [
+            name
+            for index, name in enumerate(names)
+            if all(d.outputs[index].vacuous for d in judged) or self._same_on_inputs(index)
+        ]
+
+    def _same_on_inputs(self, index: int) -> bool:
+        """Whether output `index` has been the same on every draw of the inputs run (with
+        the seeded draw's weights), at least one besides the seeded draw."""
+        others = [c for c in self.cases[1:] if c.draw.weight_seed == self.seeded.draw.weight_seed]
+        return bool(others) and all(self._same(c, index) for c in others)
+
+    def _same(self, case: Case, index: int) -> bool:
+        expected, scale = self.first[index]
+        theirs, their_scale = case.expected[index], case.scales[index]
+        dtype = self.compiled.lowered.checked.outputs[index].type.dtype
+        bound = element_bound(torch.maximum(scale, their_scale), dtype)
+        return bool(((theirs - expected).abs() <= bound).all())
+
+    def _failed(self) -> bool:
+        """Whether a draw run so far failed: the check's verdict is decided, and the draws
+        after it are not run (a wrong kernel costs one or two simulations, not all)."""
+        return any(not o.ok for draw in self.runner.judged for o in draw.outputs)
+
+    def _try(self, draw: Draw, progress: Progress | None) -> None:
+        if self._failed():
+            self.not_run.append(f"{draw.name}: the check failed on an earlier draw")
+            return
+        case = self._made_case(draw)
+        if case is not None:
+            self._run(case, progress)
+
+    def _made_case(self, draw: Draw) -> Case | None:
+        """The draw's case (made once), or None (noted) when its exact values overflow a
+        dtype."""
+        if draw.name not in self.made:
+            (case,) = _cases(self.compiled, [draw], self.against, self.rescale, self.timeout)
+            case = self.runner.spilled(case)
+            if case.observation.overflows:
+                self.not_run.append(f"{draw.name}: {case.observation.overflows[0]}")
+            self.made[draw.name] = None if case.observation.overflows else case
+        return self.made[draw.name]
+
+    def _run(self, case: Case, progress: Progress | None) -> None:
+        self.ran.add(case.draw.name)
+        self.runner.run(case, "graph")
+        self.cases.append(case)
+        names = [o.name for o in self.compiled.lowered.checked.outputs]
+        same = [
+            name
+            for index, name in enumerate(names)
+            if case.draw.weight_seed == self.seeded.draw.weight_seed and self._same(case, index)
+        ]
+        if same:
+            drawn = self.runner.judged[-1]
+            note = f"{', '.join(same)}: the same as on {self.seeded.draw.name}"
+            self.runner.judged[-1] = attrs.evolve(drawn, notes=(*drawn.notes, note))
+        if progress is not None:
+            progress.step(f"draw {case.draw.name} simulated")
+        self._note_insensitive(names)
+
+    def _note_insensitive(self, names: list[str]) -> None:
+        on_inputs = [
+            c.draw.name for c in self.cases if c.draw.weight_seed == self.seeded.draw.weight_seed
+        ]
+        self.insensitive = {
+            name: (
+                f"the output is the same on every draw of the inputs ({', '.join(on_inputs)}): "
+                "a kernel that ignores its inputs would pass; choose inputs that change it"
+            )
+            for index, name in enumerate(names)
+            if self._same_on_inputs(index)
+        }
+
+    def degenerate(self) -> tuple[str, ...]:
+        """Why every output is the same on every draw of inputs and weights, when it is
+        (every draw run, the reseeded one among them): the problem is degenerate."""
+        weights = {c.draw.weight_seed for c in self.cases}
+        checked = self.compiled.lowered.checked
+        if checked.weights and len(weights) < 2:
+            return ()
+        # the same to float64's rounding: a constant the spec computes, not values alike
+        # because all are tiny (products of 256 values below 1e-40 are vacuous instead)
+        for index in range(len(checked.outputs)):
+            first = self.seeded.expected[index]
+            if len(self.cases) < 2 or not all(
+                torch.allclose(c.expected[index], first, rtol=1e-12, atol=0.0)
+                for c in self.cases[1:]
+            ):
+                return ()
+        return explain_constant(self.compiled, self.cases)
+
+
+def explain_constant(compiled: Compiled, cases: list[Case]) -> tuple[str, ...]:
+    """Why the outputs are the same on every draw in `cases`: the spec's first op whose
+    values do not follow its operands', as the spec's own evaluation on each draw shows."""
+    prints = []
+    for case in cases:
+        fingerprints = Fingerprints()
+        _scales(
+            compiled,
+            case.inputs,
+            case.init_kwargs,
+            case.forward_scalars,
+            case.expected,
+            lambda *_: None,
+            fingerprints,
+        )
+        prints.append(fingerprints)
+    checked = compiled.lowered.checked
+    names = ", ".join(c.draw.name for c in cases)
+    found = first_constant(checked, prints, compiled.lowered.source.text)
+    reason = f": {found}" if found else ""
+    return (
+        f"every output is the same on every draw of the inputs and weights ({names}){reason}; "
+        "the kernel is compared with that constant",
     )
 
 
@@ -859,17 +1277,19 @@ def check_job(job: CheckJob) -> CheckReport | str:
         return str(error)
 
 
-def launches_in_flight(kernel: ir.Kernel, jobs: int) -> int:
-    """How many of `kernel`'s launches run at once, each in a worker of its own: at most
-    `jobs`, as many as the memory available now holds at one launch's estimate each."""
+def launches_in_flight(program: Forward, jobs: int) -> int:
+    """How many of `program`'s launches run at once, each in a worker of its own: at most
+    `jobs`, as many as the memory available now holds at the largest launch's estimate."""
     limit = memory_limit()
-    fit = jobs if limit is None else int(limit // sim_memory.verification_bytes(kernel))
-    return max(1, min(jobs, fit, kernel.launch_count))
+    largest = max(map(sim_memory.verification_bytes, program.kernels))
+    fit = jobs if limit is None else int(limit // largest)
+    return max(1, min(jobs, fit, program.launch_count))
 
 
 def check_steps(compiled: Compiled) -> int:
-    """The steps `run_check` reports: the golden, and each launch of the kernel."""
-    return 1 + compiled.program.launch_count
+    """The steps `run_check` reports at least: the golden, each launch of the kernel on the
+    seeded draw, and the draws that always run after it."""
+    return 1 + compiled.program.launch_count + sum(d.always for d in draws(0)[1:])
 
 
 def _launch_steps(progress: Progress, compiled: Compiled) -> Callable[[int], None]:
@@ -895,12 +1315,12 @@ _VERIFY_TEXT = {
 
 def format_report(report: CheckReport) -> str:
     lines = [
-        f"ptodsl check {report.kernel}: {'PASS' if report.ok else 'FAIL'}",
+        f"ptodsl check {report.kernel}: {report.verdict}",
         f"  spec:    {report.spec}",
         f"  kernel:  {report.module}",
         f"  golden:  {report.golden}",
         f"  plan:    {report.plan}",
-        f"  inputs:  seed {report.seed}"
+        f"  inputs:  seed {report.seed} and {len(report.draws) - 1} other draws"
         + (f"; ran scaled: {', '.join(report.scaled)}" if report.scaled else ""),
         f"  run:     pypto SIM, {_VERIFY_TEXT[report.verify]}",
     ]
@@ -921,15 +1341,38 @@ def format_report(report: CheckReport) -> str:
             )
         )
     lines += aligned_lines(rows)
-    for o in report.outputs:
-        if o.mismatched:
-            lines.append(f"worst elements of {o.name} (of {o.mismatched} off):")
-            lines += [
-                f"  {o.name}{list(e.index)}: got {e.got:.8g}, expected {e.expected:.8g}, "
-                f"error {abs(e.got - e.expected):.3g} > bound {e.bound:.3g}"
-                for e in o.worst
-                if not abs(e.got - e.expected) <= e.bound
-            ]
+    lines.append("draws (every output judged on each):")
+    draw_rows = [("  draw", "what", "err/bound", "result")]
+    for draw in report.draws:
+        worst = max((_ratio(o) for o in draw.outputs), default=0.0)
+        failed = [o for o in draw.outputs if not o.ok]
+        result = (
+            "ok"
+            if not failed
+            else "FAIL: "
+            + ", ".join(f"{o.name} {o.problem or f'{o.mismatched} off'}" for o in failed)
+        )
+        vacuous = [o.name for o in draw.outputs if o.vacuous]
+        notes = [*draw.notes] + (
+            [f"{', '.join(vacuous)}: a trivial kernel would pass"] if vacuous else []
+        )
+        draw_rows.append((f"  {draw.name}", draw.why, f"{worst:.3g}", "; ".join([result, *notes])))
+    lines += aligned_lines(draw_rows)
+    lines += [f"  not run: {why}" for why in report.not_run]
+    lines += [f"  no draw reached {what}" for what in report.unreached]
+    for draw in report.draws:
+        for o in draw.outputs:
+            if o.mismatched:
+                lines.append(
+                    f"worst elements of {o.name} on draw {draw.name} (of {o.mismatched} off):"
+                )
+                lines += [
+                    f"  {o.name}{list(e.index)}: got {e.got:.8g}, expected {e.expected:.8g}, "
+                    f"error {abs(e.got - e.expected):.3g} > bound {e.bound:.3g}"
+                    for e in o.worst
+                    if not abs(e.got - e.expected) <= e.bound
+                ]
+    lines += [f"degenerate: {why}" for why in report.degenerate]
     lines += [f"problem: {problem}" for problem in report.problems]
     if report.passes:
         failed = report.failed_passes
@@ -945,5 +1388,5 @@ def format_report(report: CheckReport) -> str:
         f"simulated time: {report.sim_time_us:.2f} us (AICore end-to-end), "
         f"{report.total_cycles} cycles"
     )
-    lines.append("result: " + ("PASS" if report.ok else "FAIL"))
+    lines.append(f"result: {report.verdict}")
     return "\n".join(lines) + "\n"

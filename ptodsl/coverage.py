@@ -8,8 +8,9 @@ A problem whose outputs the check cannot judge at its own shape (only vacuous: #
 products of 256 values are below f32's range, so zeros would pass) is checked again with
 every dim halved, step by step, until the check can tell the kernel from a trivial one;
 its row names those dims and says why. A problem whose output is the same whatever its
-inputs (#66 and #80 of level 2: a softmax or a mean over an axis of one element) is
-reported as CONSTANT OUTPUT, not as a failure: no kernel can be judged against it.
+inputs and weights (#66 and #80 of level 2: a softmax or a mean over an axis of one
+element) is DEGENERATE, as `check` finds it: the kernel is compared with that constant,
+and the row does not fail the run.
 `dims` (`--dims FILE`) checks each spec at sizes of its own instead of its full shape,
 the problem's size constants scaled alike (as `check --dim` does).
 """
@@ -68,14 +69,14 @@ class Row:
 
 HEADER = ("#", "problem", "spec", "verdict", "max abs err", "sim us", "wall s", "note")
 NO_SPEC = "NO SPEC"
-CONSTANT = "CONSTANT OUTPUT"
+SETTLED = ("PASS", "DEGENERATE")
 DimsBySpec = Mapping[str, Mapping[str, int]]  # a spec's stem -> the dims to check it at
 
 
 def settled(row: Row) -> bool:
     """A row that does not fail the run: the spec passed, or the problem's output is the
-    same whatever its inputs (so no check can judge a kernel against it)."""
-    return row.verdict == "PASS" or row.verdict.startswith(CONSTANT)
+    same whatever its inputs and weights and the kernel gives it (DEGENERATE)."""
+    return row.verdict in SETTLED
 
 
 def problem_number(path: Path) -> int | None:
@@ -166,8 +167,6 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
                 f"{too_big.available / sim_memory.GIB:.0f} GiB are available"
             )
         if _only_vacuous(report):
-            if _constant_output(compiled, problem, None, timeout):
-                return row(_constant_verdict())
             dims, report = _at_a_judgeable_scale(text, spec_name, problem, compiled, timeout)
             note = (
                 f"checked at {_shown(dims)} (max abs err there; sim us at full shape): at full "
@@ -189,11 +188,11 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
         number,
         problem.name,
         spec_name,
-        "PASS" if report.ok else "FAIL",
+        report.verdict,
         error,
         sim_time_us,
         time.monotonic() - started,
-        note,
+        "; ".join(filter(None, [note, *report.degenerate])),
     )
 
 
@@ -207,11 +206,11 @@ def _checked_at_dims(pair: Pair, problem: Path, timeout: float, row, started: fl
     compiled = compile_spec(pair.spec_text, name=pair.spec_name, dims=pair.dims, tuning=pair.tuning)
     rescale = problem_rescale(declared, pair.dims)
     report = run_check(compiled, against=problem, rescale=rescale, timeout=timeout)
-    if _only_vacuous(report) and _constant_output(compiled, problem, rescale, timeout):
-        return row(_constant_verdict())
     error = max((o.max_abs_error for o in report.outputs), default=0.0)
-    verdict = "PASS" if report.ok else "FAIL"
-    note = f"at {_shown(pair.dims)}" if pair.dims else "at full shape"
+    verdict = report.verdict
+    note = "; ".join(
+        [f"at {_shown(pair.dims)}" if pair.dims else "at full shape", *report.degenerate]
+    )
     wall = time.monotonic() - started
     return Row(
         row(verdict).number,
@@ -222,33 +221,6 @@ def _checked_at_dims(pair: Pair, problem: Path, timeout: float, row, started: fl
         report.sim_time_us,
         wall,
         note,
-    )
-
-
-# The seeds whose inputs and parameters a constant output is the same for.
-SEEDS = (0, 1, 2, 3)
-
-
-def _constant_output(compiled, problem: Path, rescale, timeout: float) -> bool:
-    """Whether the problem's Model returns the same output on the inputs and parameters of
-    every seed of SEEDS: then every kernel that returns it passes, and none can be judged."""
-    import torch
-
-    from ptodsl.checking import problem_case
-
-    first, *others = (problem_case(compiled, problem, s, rescale, timeout) for s in SEEDS)
-    return all(
-        torch.equal(a, b)
-        for other in others
-        for a, b in zip(first.expected, other.expected, strict=True)
-    )
-
-
-def _constant_verdict() -> str:
-    seeds = ", ".join(map(str, SEEDS))
-    return (
-        f"{CONSTANT}: the problem returns the same output whatever its inputs (seeds "
-        f"{seeds}); no kernel can be judged against it"
     )
 
 
@@ -423,7 +395,7 @@ def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
     return {
         "rows": to_json(rows),
         "passed": sum(row.verdict == "PASS" for row in counted),
-        "constant": sum(row.verdict.startswith(CONSTANT) for row in counted),
+        "degenerate": sum(row.verdict == "DEGENERATE" for row in counted),
         "judged": len(counted),
     }
 
@@ -431,12 +403,15 @@ def coverage_json(rows: list[Row], only: Iterable[int] = ()) -> dict:
 def format_table(rows: list[Row], only: Iterable[int] = ()) -> str:
     counted = judged(rows, only)
     passed = sum(row.verdict == "PASS" for row in counted)
-    constant = sum(row.verdict.startswith(CONSTANT) for row in counted)
+    degenerate = sum(row.verdict == "DEGENERATE" for row in counted)
     table = markdown_table(HEADER, [row.cells() for row in rows])
     with_spec = " with a spec" if len(counted) < len(rows) else ""
     parts = [f"{passed} of {len(counted)} problems{with_spec} pass"]
-    if constant:
-        parts.append(f"{constant} return a constant output (not judged)")
+    if degenerate:
+        parts.append(
+            f"{degenerate} degenerate (the output is a constant of the problem; the kernel "
+            "gives it)"
+        )
     if len(counted) < len(rows):
         parts.append(f"{len(rows) - len(counted)} without a spec")
     summary = "; ".join(parts) + "."

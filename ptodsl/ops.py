@@ -59,6 +59,10 @@ Propagate = Callable[..., object]
 # An error-bound rule of its own: called with the torch module, the operands (value, scale
 # pairs) and the node's attributes; returns the float64 value and its error scale.
 Bound = Callable[..., tuple[object, object]]
+# What a check's input draws must reach in an op (`ptodsl.draws`): called with the torch
+# module and the operands' float64 values; returns (what, mask) pairs, each mask true
+# where an element reaches `what` (a branch taken, a small term that changes its sum).
+Reaches = Callable[..., list[tuple[str, object]]]
 
 
 @attrs.frozen
@@ -85,6 +89,8 @@ class OpDef:
     selects: bool = False
     # the type rule (ptodsl.op_types); None: its kind's (`_KIND_TYPE_RULES`)
     result: op_types.Rule | None = None
+    # the branches and terms a check's draws must reach (`Reaches`); None: nothing to reach
+    reaches: Reaches | None = None
 
     @property
     def type_rule(self) -> op_types.Rule:
@@ -114,6 +120,7 @@ def _unary(
     pypto: str | None = None,
     rounds: bool = True,
     hidden: float = 0.0,
+    reaches: Reaches | None = None,
 ) -> OpDef:
     """A unary elementwise builtin spelled `name(x)` in the spec and `torch.name(x)`."""
     return OpDef(
@@ -129,6 +136,7 @@ def _unary(
         propagate=propagate,
         rounds=rounds,
         hidden=hidden,
+        reaches=reaches,
     )
 
 
@@ -145,6 +153,27 @@ def _safe_ratio(t, numerator, denominator):
     """numerator / |denominator|, infinite where the denominator is 0 (no bound there)."""
     ratio = t.where(denominator != 0, numerator / denominator.abs(), t.full_like(numerator, t.inf))
     return ratio.where(numerator != 0, t.zeros_like(numerator))
+
+
+def _sides(t, a, threshold, below: str, above: str):
+    """Elements of `a` on each side of `threshold` (equal elements reach neither)."""
+    return [(below, a < threshold), (above, a > threshold)]
+
+
+# A constant term reaches its sum where it moves it by more than this fraction: far above
+# any dtype's tolerance, so a kernel dropping the term (LayerNorm's eps) fails there.
+TERM_FRACTION = 1e-3
+
+
+def _reaches_term(t, a, b):
+    """A constant term of a sum (`v + eps`) must matter somewhere: with unit-variance rows
+    eps = 1e-5 moves rsqrt(var + eps) by 5e-6, inside f32's bound."""
+    reached = []
+    for constant, other, which in ((b, a, "second"), (a, b, "first")):
+        if constant.dim() == 0 and float(constant) != 0:
+            moves = constant.abs() > TERM_FRACTION * other.abs()
+            reached.append((f"its constant {which} term {float(constant):.3g} matters", moves))
+    return reached
 
 
 # Two values are a tie when equal and exact (inputs), and when computed, also when within
@@ -181,7 +210,18 @@ def _extremum(name: str, spec: str, clamp_bound: str) -> OpDef:
         native="t,t t,s",
         propagate=_selected_scale,
         rounds=False,
+        reaches=lambda t, a, b: _reaches_extremum(t, a, b, spec),
     )
+
+
+def _reaches_extremum(t, a, b, spec: str):
+    larger = a > b
+    chosen_first = larger if spec == "max" else b > a
+    chosen_second = (b > a) if spec == "max" else larger
+    return [
+        ("its first operand selected", chosen_first),
+        ("its second operand selected", chosen_second),
+    ]
 
 
 _COMPARISON_OPERATORS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -196,6 +236,10 @@ def _comparison(name: str) -> OpDef:
         operator=f"{{0}} {_COMPARISON_OPERATORS[name]} {{1}}",
         native="t,t t,s",
         bound=_compare_bound(name),
+        reaches=lambda t, a, b: [
+            ("true", getattr(t, name)(a, b)),
+            ("false", ~getattr(t, name)(a, b)),
+        ],
     )
 
 
@@ -217,6 +261,14 @@ def _where_bound(t, operands, _attributes):
     value = t.where(condition.value, if_true.value, if_false.value)
     scale = t.where(condition.value, if_true.scale, if_false.scale)
     return value, scale.expand(value.shape)
+
+
+def _reaches_clamp(t, a, low, high):
+    return [
+        ("its lower bound", a < low),
+        ("its interior", (a > low) & (a < high)),
+        ("its upper bound", a > high),
+    ]
 
 
 def _clamp_bound(t, operands, _attributes):
@@ -624,6 +676,7 @@ _OPS = [
         native="t,t t,s",
         fold=lambda a, b: a + b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
+        reaches=_reaches_term,
     ),
     OpDef(
         "sub",
@@ -633,6 +686,7 @@ _OPS = [
         native="t,t t,s",
         fold=lambda a, b: a - b,
         propagate=lambda t, v, a, b: a.scale + b.scale,
+        reaches=_reaches_term,
     ),
     OpDef(
         "mul",
@@ -684,7 +738,15 @@ _OPS = [
         lambda t, v, a: _safe_ratio(t, v.abs() * a.scale, 2 * a.value),
         pypto="pypto.rsqrt({0})",
     ),
-    _unary("abs", abs, "abs({0})", lambda t, v, a: a.scale, pypto="pypto.abs({0})", rounds=False),
+    _unary(
+        "abs",
+        abs,
+        "abs({0})",
+        lambda t, v, a: a.scale,
+        pypto="pypto.abs({0})",
+        rounds=False,
+        reaches=lambda t, a: _sides(t, a, 0.0, "a negative operand", "a positive operand"),
+    ),
     _unary(
         "reciprocal",
         lambda a: 1.0 / a,
@@ -708,6 +770,7 @@ _OPS = [
         lambda t, v, a: a.scale,
         pypto="pypto.relu({0})",
         rounds=False,
+        reaches=lambda t, a: _sides(t, a, 0.0, "a negative operand", "a positive operand"),
     ),
     _unary(
         "log1p",
@@ -754,6 +817,7 @@ _OPS = [
         lambda t, v, a: t.zeros_like(v),
         pypto="pypto.sign({0})",
         rounds=False,
+        reaches=lambda t, a: _sides(t, a, 0.0, "a negative operand", "a positive operand"),
     ),
     # floor is exact; a computed operand within its error of an integer may step it.
     _unary(
@@ -787,6 +851,7 @@ _OPS = [
         scalar="min(max({0}, {1}), {2})",
         torch="torch.clamp({0}, {1}, {2})",
         bound=_clamp_bound,
+        reaches=_reaches_clamp,
     ),
     # ---- selection and comparisons ------------------------------------------------------
     OpDef(
@@ -799,6 +864,10 @@ _OPS = [
         native="t,t,t t,s,t t,t,s t,s,s",
         bound=_where_bound,
         selects=True,
+        reaches=lambda t, condition, a, b: [
+            ("its condition true", condition),
+            ("its condition false", ~condition),
+        ],
     ),
     _comparison("lt"),
     _comparison("le"),

@@ -37,6 +37,17 @@ _LOG_TAIL_LINES = 8
 _LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
 
 
+def describe_result(result: Any) -> str:
+    """What a forward returned, as the drop-in contract compares it: "a tensor", "a tuple
+    of 2 tensors", "a list of 1 tensor"."""
+    if isinstance(result, torch.Tensor):
+        return "a tensor"
+    kind = type(result).__name__
+    if not isinstance(result, list | tuple):
+        return f"a {kind}"
+    return f"a {kind} of {len(result)} tensor{'s' * (len(result) != 1)}"
+
+
 class ProblemError(ValueError):
     """The problem file could not be run, or gave something ptodsl cannot compare."""
 
@@ -60,19 +71,24 @@ class DropIn:
 
 @attrs.frozen(eq=False)
 class ProblemRun:
-    """What the problem's code gave under the seed: `Model(*init_values)` on `inputs`
-    (tensors and numbers in the problem's order). `expected` is forward's output in float64
-    with `weights` loaded, or None when the weights did not fit its parameters."""
+    """What the problem's code gave under the seed: `Model(*init_values)`, `inputs` being
+    get_inputs()'s (tensors and numbers in the problem's order). `expected` holds forward's
+    outputs in float64 with `weights` loaded, one list per draw asked for (`run_problem`'s
+    `inputs`), or is None when the weights did not fit its parameters."""
 
     init_values: list[Any]
     inputs: list[torch.Tensor | float | int]
     parameters: list[Parameter]
-    expected: list[torch.Tensor] | None
+    expected: list[list[torch.Tensor]] | None
     scaled: list[str]  # the module-level constants that were resized
     drop_in: DropIn | None = None  # when a ModelNew module was given
     # what each given weight was multiplied by (the spread of the parameter's own initial
     # values), in `parameters()` order; None when the weights did not fit
     weight_scales: list[float] | None = None
+    # what forward returns at the Model's own precision: "a tensor", "a tuple of 2
+    # tensors" ("" when torch's meta device could not tell), and each output's dtype
+    returns: str = ""
+    dtypes: list[str] = attrs.Factory(list)
 
 
 def run_problem(
@@ -82,11 +98,14 @@ def run_problem(
     rescale: Mapping[int, int] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     model_new: str | None = None,
+    inputs: Sequence[Sequence[torch.Tensor] | None] = (None,),
 ) -> ProblemRun:
     """`rescale` maps a dim's size to its new size: module-level int constants equal to a key
     take the new size before `get_inputs()` and `get_init_inputs()` run. `model_new`: the
     text of a module defining ModelNew, built after the Model under the same seed (as a
-    harness builds both) to compare their initial parameters."""
+    harness builds both) to compare their initial parameters. `inputs`: the draws to run
+    forward on, each None (get_inputs()'s) or the tensor arguments of another of the
+    check's draws (get_inputs()'s numbers follow them)."""
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-problem-"))
     try:
         request = {
@@ -99,7 +118,11 @@ def run_problem(
             request["model_new"] = str(work_dir / MODEL_NEW_FILE)
             (work_dir / MODEL_NEW_FILE).write_text(model_new, encoding="utf-8")
         (work_dir / REQUEST_FILE).write_text(json.dumps(request))
-        torch.save([w.detach().cpu() for w in weights], work_dir / WEIGHTS_FILE)
+        sent = {
+            "weights": [w.detach().cpu() for w in weights],
+            "inputs": [None if d is None else [_detached(v) for v in d] for d in inputs],
+        }
+        torch.save(sent, work_dir / WEIGHTS_FILE)
         try:
             returncode = run_worker(
                 "ptodsl._problem_worker", work_dir, timeout=timeout, memory_limit=memory_limit()
@@ -110,6 +133,10 @@ def run_problem(
         return _result(work_dir, path, returncode)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _detached(value: Any) -> Any:
+    return value.detach().cpu() if isinstance(value, torch.Tensor) else value
 
 
 def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
@@ -134,6 +161,8 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         expected=result["expected"],
         scaled=result["scaled"],
         weight_scales=result["weight_scales"],
+        returns=result["returns"],
+        dtypes=result["dtypes"],
         drop_in=None
         if result["drop_in"] is None
         else DropIn(

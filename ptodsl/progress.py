@@ -25,6 +25,10 @@ class Progress:
 
     def step(self, text: str) -> None:
         self.done += 1
+        if self.done > self.total:  # a job may find more to do (a check's further draws)
+            self.total = self.done
+            if self.bar is not None:
+                self.bar.total = self.total
         line = f"[{self.done}/{self.total}] {text}"
         if self.bar is None:
             print(line, file=self.stream, flush=True)

@@ -126,13 +126,20 @@ def stacked_bytes(kernel: ir.Kernel) -> int:
     return total
 
 
-def worker_per_launch(kernel: ir.Kernel) -> bool:
-    """Whether `check` runs each of `kernel`'s launches in a worker of its own: when one
-    worker running them all could exceed the verification budget. A padded convolution's
-    worker frees nothing between launches (#65 above), so every launch's copies count; a
+def one_worker_bytes(program: Forward) -> float:
+    """The estimated peak memory of one worker running every launch of every kernel of
+    `program`: a worker frees nothing between launches (#65 above), so every launch's
+    copies count. Several kernels' launches add up alike: level-2 #19 (128 launches of a
+    transposed convolution, then a GroupNorm) peaked at 15.7 GB in one worker, #7 (4
+    launches of a 3-D convolution, then channel-wise work) at 15.2 GB."""
+    return sum(k.launch_count * verification_bytes(k) for k in program.kernels)
+
+
+def worker_per_launch(program: Forward) -> bool:
+    """Whether `check` runs each launch of `program` (of any of its kernels) in a worker of
+    its own: when one worker running them all could exceed the verification budget. A
     worker each costs ~3 s of start-up per launch (#56: 27 s in 4 workers, 16 s in one)."""
-    count = kernel.launch_count
-    return count > 1 and count * verification_bytes(kernel) > PYPTO_0_2_0.verify_memory_budget
+    return program.launch_count > 1 and one_worker_bytes(program) > PYPTO_0_2_0.verify_memory_budget
 
 
 # The golden side of a check (measured on #9, a 16384 x 16384 output: 8 GiB): the float64
@@ -180,5 +187,10 @@ def check_bytes(checked: ir.Kernel, program: Forward) -> float:
     reference = BASE_BYTES + golden + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
     # The worker's whole outputs and their copy on the way back; the caller's inputs.
     between = sum(b.type.size * b.type.dtype.itemsize for b in program.buffers)
-    simulation = max(map(verification_bytes, kernels)) + 8 * outputs + 4 * inputs + between
+    workers = (
+        max(map(verification_bytes, kernels))
+        if worker_per_launch(program)
+        else one_worker_bytes(program)
+    )
+    simulation = workers + 8 * outputs + 4 * inputs + between
     return max(reference, simulation)

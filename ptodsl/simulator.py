@@ -50,6 +50,7 @@ _REQUEST_FILE = "request.json"
 _TENSORS_FILE = "tensors.pt"
 _OUTPUTS_FILE = "outputs.pt"
 _ERROR_FILE = "error.txt"
+_FORM_FILE = "forward.json"  # what ModelNew.forward returned and which inputs it wrote
 _PYPTO_OUTPUT_DIR = "pypto_output"
 _LAUNCHES_DIR = "launches"  # the cost-model output of launches run in workers of their own
 _LOG_TAIL_LINES = 12
@@ -94,6 +95,10 @@ class SimRun:
     total_cycles: int
     pass_results: tuple[PassResult, ...]
     verify: str
+    # what forward returned ("a tensor", "a list of 1 tensors") and the positions of the
+    # inputs it wrote to; "" and () for a single kernel launch
+    returns: str = ""
+    changed_inputs: tuple[int, ...] = ()
 
 
 @attrs.frozen
@@ -531,12 +536,16 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
     if not runs:
         raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
     outputs = torch.load(outputs_file, weights_only=True)
+    form_file = work_dir / _FORM_FILE
+    form = json.loads(form_file.read_text()) if form_file.exists() else {}
     return SimRun(
         outputs=outputs if verify != "none" else [],
         sim_time_us=sum(aicore_time_us(run / "_simulate.swim.json") for run in runs),
         total_cycles=sum(total_cycles(run / "_simulate.stat.report.txt") for run in runs),
         pass_results=tuple(_pass_results(work_dir / _PYPTO_OUTPUT_DIR)),
         verify=verify,
+        returns=form.get("returns", ""),
+        changed_inputs=tuple(form.get("changed_inputs", ())),
     )
 
 

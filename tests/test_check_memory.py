@@ -82,7 +82,7 @@ def test_the_comparison_in_chunks_judges_as_the_whole_does(monkeypatch, chunk):
     assert result.bound_range == (float(bound.min()), float(bound.max()))
     constant = torch.full((5, 37), 3.0, dtype=torch.float64)
     vacuous = checking.compare("y", constant.float(), constant, scale, ir.DType.F32)
-    assert vacuous.problem is not None and "one constant" in vacuous.problem
+    assert vacuous.vacuous is not None and "one constant" in vacuous.vacuous
 
 
 def test_the_largest_spec_pypto_allows_is_refused_with_the_figure(tmp_path, capsys):

@@ -283,11 +283,13 @@ def test_check_passes_and_reports(tmp_path):
     assert report["ok"] and report["outputs"][0]["max_abs_error"] == 0.0
     assert report["sim_time_us"] > 0
     assert list(tmp_path.iterdir()) == [], "check leaves nothing in the working directory"
-    # Progress goes to stderr as plain lines off a terminal: the golden, then each launch.
+    # Progress goes to stderr as plain lines off a terminal: the golden, then each launch,
+    # then each other draw.
     assert result.stderr.splitlines() == [
-        "checking relu in pypto SIM: 2 steps",
-        "[1/2] golden: the spec's torch reference in float64",
-        "[2/2] launch 1 of 1 simulated",
+        "checking relu in pypto SIM: 3 steps",
+        "[1/3] golden: the spec's torch reference in float64",
+        "[2/3] launch 1 of 1 simulated",
+        "[3/3] draw small negative simulated",
     ]
 
 

@@ -14,6 +14,7 @@ from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT
 import ptodsl
 from ptodsl.checking import compare, problem_case, problem_rescale
 from ptodsl.codegen import emit_kernelbench
+from ptodsl.draws import seeded_draw
 from ptodsl.interpret import CostOnly, _Launches, launches_in_flight, overlaps
 from ptodsl.simulator import SimRun, SimulationError
 
@@ -47,7 +48,7 @@ def test_forward_in_the_simulator_returns_the_problems_values(stem, simulator, c
     dims = CI_DIMS.get(stem)  # the large shapes scaled, as CI checks them
     compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
     rescale = problem_rescale(compiled.lowered.syntax.declared_dims, dims) if dims else None
-    case = problem_case(compiled, PROBLEMS / f"{stem}.py", seed=0, rescale=rescale)
+    case = problem_case(compiled, PROBLEMS / f"{stem}.py", seeded_draw(0), rescale=rescale)
     checked = compiled.lowered.checked
     arguments, state = case.forward_and_state(checked)
     model = answer_model(compiled, spec.name)(**case.init_kwargs)

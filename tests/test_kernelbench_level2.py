@@ -17,7 +17,7 @@ from conftest import LEVEL2_DIMS_FILE, ROOT
 
 import ptodsl
 from ptodsl.checking import problem_rescale
-from ptodsl.coverage import CONSTANT, by_number, run_coverage
+from ptodsl.coverage import by_number, run_coverage
 from ptodsl.files import import_file
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level2"
@@ -25,10 +25,10 @@ PROBLEM_BY_NUMBER = {n: paths for n, paths in by_number(PROBLEMS.glob("*.py")).i
 SPECS = ROOT / "examples" / "kernelbench-level2"
 SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
 LEVEL2_DIMS = json.loads(LEVEL2_DIMS_FILE.read_text(encoding="utf-8"))
-# The problems whose output is the same whatever their inputs (their own files compute
-# it: #13 2 tanh(1), a softmax over one channel; #66 ones, a softmax over one column; #80
-# and #83 zeros).
-CONSTANT_OUTPUTS = {13, 66, 80, 83}
+# The problems whose output is the same whatever their inputs and weights (their own files
+# compute it: #13 2 tanh(1), a softmax over one channel; #66 ones, a softmax over one
+# column; #80 and #83 zeros): `check` calls them DEGENERATE.
+DEGENERATE = {13, 66, 80, 83}
 
 
 def test_every_level_2_problem_has_one_file():
@@ -78,26 +78,24 @@ def test_a_level_2_problem_passes_coverage_at_its_ci_dims(number):
     """`ptodsl coverage tests/problems/kernelbench-level2 --specs examples/kernelbench-level2
     --dims tests/kernelbench_level2_dims.json`, one problem at a time: each spec passes
     `check --against` its problem at its CI dims (the problem's size constants scaled
-    alike), in pypto's SIM; a problem whose output is constant whatever its inputs is
-    reported as such, and only those listed here are."""
+    alike), in pypto's SIM; a problem whose output is constant whatever its inputs and
+    weights is DEGENERATE, and only those listed here are."""
     (row,) = run_coverage(PROBLEMS, SPECS, only=[number], dims=LEVEL2_DIMS)
-    if number in CONSTANT_OUTPUTS:
-        assert row.verdict.startswith(CONSTANT), row
-    else:
-        assert row.verdict == "PASS", row
+    assert row.verdict == ("DEGENERATE" if number in DEGENERATE else "PASS"), row
 
 
-def test_coverage_of_level_2_reports_a_constant_output_and_passes(tmp_path):
+def test_coverage_of_level_2_reports_a_degenerate_problem_and_passes(tmp_path):
     """The command as a user runs it, over a GEMM problem and #66 (a softmax over one
-    column: ones whatever the inputs)."""
+    column: ones whatever the inputs), whose row says why."""
     command = [
         sys.executable, "-m", "ptodsl", "coverage", str(PROBLEMS), "--specs", str(SPECS),
         "--dims", str(LEVEL2_DIMS_FILE), "--only", "63", "66",
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "| PASS" in result.stdout and f"| {CONSTANT}" in result.stdout
-    assert "1 of 2 problems pass; 1 return a constant output (not judged)." in result.stdout
+    assert "| PASS" in result.stdout and "| DEGENERATE" in result.stdout
+    assert "it reduces axes of size 1" in result.stdout
+    assert "1 of 2 problems pass; 1 degenerate" in result.stdout
 
 
 # Issue 40's problems that one kernel could not hold (a 3-D convolution then channel-wise

@@ -17,6 +17,7 @@ from conftest import CI_DIMS, ROOT
 import ptodsl
 from ptodsl import sim_memory
 from ptodsl.checking import launches_in_flight, problem_case, run_check, spec_case
+from ptodsl.draws import draws, seeded_draw
 from ptodsl.error_bounds import evaluate_bounds
 from ptodsl.passes import launches as launches_pass
 from ptodsl.passes.launches import _rows_cut, _shrunk
@@ -441,13 +442,18 @@ def test_a_wrong_row_launch_fails_check(tmp_path, no_channel_launches, case):
     assert not report.ok
 
 
+# the draws every check runs (`ptodsl.draws`): the seeded one, negative and small
+DRAWS = sum(draw.always for draw in draws(0))
+
+
 @pytest.fixture
 def worker_per_launch(monkeypatch):
     """`check` runs each launch in a worker of its own, as it does when all launches in one
     worker would exceed the verification budget (full-shape #54, #59). It does so with graph
     verification only (`passes="graph"` below: small kernels would get per-pass
-    verification); the runs' (launches, launches in flight) are recorded, to be checked."""
-    monkeypatch.setattr(sim_memory, "worker_per_launch", lambda kernel: True)
+    verification); the runs' (launches, launches in flight) are recorded, to be checked: one
+    per draw of the check (these specs have nothing for the optional draws to reach)."""
+    monkeypatch.setattr(sim_memory, "worker_per_launch", lambda program: True)
     runs = []
 
     def recording(*args, **kwargs):
@@ -462,10 +468,10 @@ def test_a_worker_per_launch_computes_what_one_worker_does(worker_per_launch):
     """One launch at a time and two at a time (`launches_in_flight`) give the values and
     every launch's simulated time: probe_cost's is one launch's times their count."""
     spec = compiled(TALL)
-    assert launches_in_flight(spec.kernel, 2) == 2
-    assert launches_in_flight(spec.kernel, 8) == 4  # no more than the launches
+    assert launches_in_flight(spec.program, 2) == 2
+    assert launches_in_flight(spec.program, 8) == 4  # no more than the launches
     one, two = (run_check(spec, passes="graph", launch_jobs=jobs) for jobs in (1, 2))
-    assert worker_per_launch == [(4, 1), (4, 2)]
+    assert worker_per_launch == [(4, 1)] * DRAWS + [(4, 2)] * DRAWS
     every_launch = probe_cost(spec.lowered).sim_time_us
     for report in (one, two):
         assert report.ok, ptodsl.checking.format_report(report)
@@ -481,7 +487,7 @@ def test_a_wrong_launch_loop_fails_check_in_a_worker_per_launch(tmp_path, worker
     path = tmp_path / "wrong.py"
     path.write_text(spec.source.replace(old, new), encoding="utf-8")
     report = run_check(spec, kernel_path=path, passes="graph", launch_jobs=2)
-    assert worker_per_launch == [(4, 2)]
+    assert worker_per_launch == [(4, 2)]  # the seeded draw fails: no other draw runs
     assert not report.ok
     assert report.outputs[0].mismatched > 0
 
@@ -497,7 +503,7 @@ def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_p
     )
     assert spec.kernel.program.staging and spec.kernel.launch_count == 6
     report = run_check(spec, passes="graph", launch_jobs=2)
-    assert worker_per_launch == [(6, 2)]
+    assert worker_per_launch == [(6, 2)] * DRAWS
     assert report.ok, ptodsl.checking.format_report(report)
 
 
@@ -506,17 +512,17 @@ def test_each_launchs_worker_has_the_timeout(worker_per_launch):
     larger = TALL.replace("M = 256, N = 16", "M = 4096, N = 256")
     with pytest.raises(SimulationError, match=r"did not finish within 1\.5 s"):
         run_check(compiled(larger), passes="graph", timeout=1.5)
-    assert worker_per_launch == [(4, 1)]
+    assert worker_per_launch == [(4, 1)]  # the seeded draw's, which timed out
 
 
 def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_much():
     """#54 at full shape (64 launches) needs workers of their own; at CI dims its staging
     and kernel launches share one."""
     spec = ROOT / "examples" / "kernelbench" / "54_conv3d_square_input_square_kernel.pto"
-    full = ptodsl.compile(spec, tuning=None).kernel
+    full = ptodsl.compile(spec, tuning=None).program
     assert full.launch_count == 64
     assert sim_memory.worker_per_launch(full)
-    scaled = ptodsl.compile(spec, dims=CI_DIMS[spec.stem], tuning=None).kernel
+    scaled = ptodsl.compile(spec, dims=CI_DIMS[spec.stem], tuning=None).program
     assert not sim_memory.worker_per_launch(scaled)
 
 
@@ -539,7 +545,7 @@ def test_row_launches_in_flight_join_each_samples_rows_once_written(tmp_path, wo
     path = tmp_path / "unsettled.py"
     path.write_text(spec.source.replace("_settled(_rows_y)", "_rows_y"), encoding="utf-8")
     report = run_check(spec, kernel_path=path, passes="graph", launch_jobs=2)
-    assert worker_per_launch == [(12, 2), (12, 2)]
+    assert worker_per_launch == [(12, 2)] * (DRAWS + 1)  # every draw, then the failing one
     assert not report.ok
     assert report.outputs[0].mismatched > 0
 
@@ -550,7 +556,7 @@ def test_a_launched_kernels_error_scales_are_evaluated_a_launch_at_a_time():
     whole evaluation."""
     spec = compiled(TALL)
     assert spec.kernel.launches.count == 4
-    case = spec_case(spec, seed=0)
+    case = spec_case(spec, seeded_draw(0))
     whole, _ = evaluate_bounds(spec.lowered.checked, case.inputs, {})
     assert torch.equal(case.scales[0], whole[0].scale)
 
@@ -571,4 +577,4 @@ def test_a_problem_differing_in_the_last_launchs_samples_is_rejected_there(tmp_p
         encoding="utf-8",
     )
     with pytest.raises(ProblemError, match=r"computes something else .* at \[255, 255\]"):
-        problem_case(compiled(TALL), problem, seed=0)
+        problem_case(compiled(TALL), problem, seeded_draw(0))

@@ -17,6 +17,7 @@ from specgen import generate, specs
 import ptodsl
 from ptodsl.checking import run_check, spec_case
 from ptodsl.diagnostics import SpecError
+from ptodsl.draws import seeded_draw
 from ptodsl.files import load_module
 from ptodsl.plan import plan_of
 from ptodsl.reference import emit_reference
@@ -100,7 +101,7 @@ def test_launches_of_generated_specs_compute_the_whole_specs_values():
         if block.launches is None:
             continue
         split += 1
-        case = spec_case(compiled, seed)
+        case = spec_case(compiled, seeded_draw(seed))
         # (the kernel's inputs: the spec's that a statement reads)
         names = (t.name for t in compiled.lowered.checked.inputs)
         by_name = dict(zip(names, case.inputs, strict=True))

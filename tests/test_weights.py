@@ -14,6 +14,7 @@ import ptodsl
 from ptodsl import ir
 from ptodsl.checking import problem_case, run_check
 from ptodsl.codegen import emit_kernelbench
+from ptodsl.draws import seeded_draw
 from ptodsl.files import import_file
 from ptodsl.problems import ProblemError
 from ptodsl.simulator import SimulationError
@@ -155,7 +156,7 @@ def test_check_against_rejects_weights_a_harness_would_see_differ(case):
     assert old in text
     compiled = compile_spec(name, text.replace(old, new))
     with pytest.raises(ProblemError) as raised:
-        problem_case(compiled, problem_path(name), SEED)
+        problem_case(compiled, problem_path(name), seeded_draw(SEED))
     assert message in str(raised.value)
 
 
