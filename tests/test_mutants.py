@@ -270,10 +270,13 @@ MUTATED = [
 
 
 # Mutants that compute the same values on every input, found by PTODSL_MUTANTS=all and
-# reasoned out one by one: prod's sign is (-1)^(negatives), +1 or -1, so multiplying the
-# magnitude by it is dividing by it; and the parity floor(t * 0.5) of a count t of at most
-# dim1 = 8 negatives is floor(t * 0.515) too (they differ from t = 34 on).
-EQUIVALENT = {"50_prod_dim": {"line 79:30: * -> /", "line 79: 0.5 -> 0.515"}}
+# reasoned out one by one: prod's and cumprod's sign is (-1)^(negatives), +1 or -1, so
+# multiplying the magnitude by it is dividing by it; and the parity floor(t * 0.5) of a
+# count t of at most dim1 = 8 negatives is floor(t * 0.515) too (they differ from t = 34 on).
+EQUIVALENT = {
+    "50_prod_dim": {"line 79:30: * -> /", "line 79: 0.5 -> 0.515"},
+    "90_cumprod": {"line 80:12: * -> /"},
+}
 
 
 @pytest.mark.parametrize("path", MUTATED, ids=[p.stem for p in MUTATED])
