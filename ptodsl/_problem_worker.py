@@ -15,6 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -101,6 +102,19 @@ def _outputs(value: Any) -> list[torch.Tensor]:
     )
 
 
+def _load(path: Path, constants: dict[str, str]) -> tuple[ModuleType, list[str]]:
+    """The problem imported, with `--set`'s constants rewritten in its syntax tree first."""
+    if not constants:
+        return import_file(path, "ptodsl_problem"), []
+    text = path.read_text(encoding="utf-8")
+    tree, changed = problems.rewritten_problem(path, text, constants)
+    module = ModuleType("ptodsl_problem")
+    module.__file__ = str(path)
+    sys.modules["ptodsl_problem"] = module
+    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 - the user's problem
+    return module, changed
+
+
 def _rescale(module: Any, sizes: dict[int, int]) -> list[str]:
     """Module-level int constants equal to a resized dim's size take its new size, and so
     do such ints inside a module-level tuple of ints (`bias_shape = (out_channels, 1, 1,
@@ -134,11 +148,11 @@ def run(
     `draws`: get_inputs()'s (None), or a draw's tensors followed by get_inputs()'s
     numbers."""
     path = Path(request["problem"])
-    module = _call("loading the problem", lambda: import_file(path, "ptodsl_problem"))
+    module, scaled = _call("loading the problem", lambda: _load(path, request["constants"]))
     for name in ("get_inputs", "get_init_inputs", "Model"):
         if not callable(getattr(module, name, None)):
             raise ProblemFault(f"the problem defines no `{name}`")
-    scaled = _rescale(module, {int(k): v for k, v in request["rescale"].items()})
+    scaled += _rescale(module, {int(k): v for k, v in request["sizes"].items()})
     seed = request["seed"]
     torch.manual_seed(seed)
     init_values = list(_call("get_init_inputs()", module.get_init_inputs))
@@ -146,7 +160,10 @@ def run(
     init_values = [_init_value(f"get_init_inputs()[{i}]", v) for i, v in enumerate(init_values)]
     given = [_forward_argument(f"get_inputs()[{i}]", v) for i, v in enumerate(given)]
     numbers = [v for v in given if not isinstance(v, torch.Tensor)]
-    runs = [given if drawn is None else [*drawn, *numbers] for drawn in (draws or [None])]
+    runs = [
+        given if drawn is None else [*drawn, *numbers]
+        for drawn in ([None] if draws is None else draws)
+    ]
     # A harness seeds again before it builds each model: the weights are the draws after it.
     torch.manual_seed(seed)
     model = _call("Model(*get_init_inputs())", lambda: module.Model(*init_values))
@@ -162,7 +179,7 @@ def run(
     )
     expected = None
     scales = None
-    returns, dtypes = _result_form(model, given)
+    returns, dtypes, shapes = _result_form(model, given)
     if fits:
         scales = [spread(parameter.detach()) for parameter in parameters]
         with torch.no_grad():
@@ -180,6 +197,7 @@ def run(
         "drop_in": drop_in,
         "returns": returns,
         "dtypes": dtypes,
+        "shapes": shapes,
     }
 
 
@@ -194,10 +212,12 @@ def _forward(model: torch.nn.Module, given: list[Any]) -> list[torch.Tensor]:
     return [_own(t.detach()) for t in _outputs(result)]
 
 
-def _result_form(model: torch.nn.Module, given: list[Any]) -> tuple[str, list[str]]:
+def _result_form(
+    model: torch.nn.Module, given: list[Any]
+) -> tuple[str, list[str], list[tuple[int, ...]]]:
     """What the Model's forward returns at its own precision: "a tensor" or "a tuple of N
-    tensors", and each tensor's dtype, found on torch's meta device (shapes and dtypes,
-    no arithmetic). A forward the meta device cannot run tells nothing: ("", [])."""
+    tensors", each tensor's dtype and shape, found on torch's meta device (no arithmetic).
+    A forward the meta device cannot run tells nothing: ("", [], [])."""
     try:
         meta = copy.deepcopy(model).to("meta")
         arguments = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in given]
@@ -205,9 +225,10 @@ def _result_form(model: torch.nn.Module, given: list[Any]) -> tuple[str, list[st
             result = meta(*arguments)
         _outputs(result)  # a tensor or a tuple of tensors, as the float64 run needs
     except Exception:  # noqa: BLE001 - an op without a meta kernel: the float64 run decides
-        return "", []
+        return "", [], []
     tensors = [result] if isinstance(result, torch.Tensor) else list(result)
-    return problems.describe_result(result), [str(v.dtype) for v in tensors]
+    dtypes, shapes = [str(v.dtype) for v in tensors], [tuple(v.shape) for v in tensors]
+    return problems.describe_result(result), dtypes, shapes
 
 
 def _described(model: torch.nn.Module) -> list[dict[str, Any]]:

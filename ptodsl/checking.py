@@ -33,6 +33,7 @@ from ptodsl.draws import (
     first_constant,
     module_spreads,
     unreached,
+    with_thresholds,
 )
 from ptodsl.error_bounds import (
     BOUND_RULE,
@@ -44,7 +45,7 @@ from ptodsl.error_bounds import (
 )
 from ptodsl.forward import Forward
 from ptodsl.passes.launches import samples_part
-from ptodsl.problems import ProblemError, ProblemRun, run_problem
+from ptodsl.problems import ProblemError, ProblemRun, Resize, run_problem
 from ptodsl.progress import Progress
 from ptodsl.serialise import to_json, with_properties
 from ptodsl.simulator import PassResult, SimRun, run_model
@@ -174,7 +175,7 @@ class CheckReport:
     golden: str
     plan: str
     seed: int
-    scaled: tuple[str, ...]  # problem constants resized to the spec's --dim sizes
+    scaled: tuple[str, ...]  # problem constants resized (--dim by value, --set by name)
     verify: str
     outputs: tuple[OutputCheck, ...]  # each output over every draw (`over_draws`)
     problems: tuple[str, ...]  # why the check proves nothing, beyond single outputs
@@ -187,6 +188,8 @@ class CheckReport:
     # why every output is the same whatever the inputs and weights: then the kernel is
     # compared with that constant and the verdict is DEGENERATE
     degenerate: tuple[str, ...] = ()
+    # the spec's dims as the problem's shapes bound them (`--set`), each with its source
+    bound_dims: tuple[str, ...] = ()
 
     @property
     def failed_passes(self) -> tuple[PassCheck, ...]:
@@ -526,7 +529,7 @@ def problem_cases(
     compiled: Compiled,
     problem_path: Path,
     draws_: Sequence[Draw],
-    rescale: Mapping[int, int] | None = None,
+    resize: Resize | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> list[Case]:
     """A case per draw (all with the same weights): the problem's own inputs (the seeded
@@ -545,7 +548,7 @@ def problem_cases(
         return [
             case
             for draw in draws_
-            for case in problem_cases(compiled, problem_path, [draw], rescale, timeout)
+            for case in problem_cases(compiled, problem_path, [draw], resize, timeout)
         ]
     (weight_seed,) = {draw.weight_seed for draw in draws_}
     drawn = [
@@ -555,25 +558,25 @@ def problem_cases(
     weight_values = {t.name: drawn[0][t.name] for t in checked.inputs if t.init is not None}
     in_torch_order = [weight_values[w.name] for w in checked.weights_in_torch_order]
     given = [
-        None if draw.seeded else [values[t.name] for t in checked.tensor_arguments]
+        None if draw.problem_inputs else [values[t.name] for t in checked.tensor_arguments]
         for draw, values in zip(draws_, drawn, strict=True)
     ]
     # ModelNew is built beside the Model only when it has weights to compare (importing it
-    # costs the worker pypto's import, about 2 s), with the seeded draw
-    seeded = any(draw.seeded for draw in draws_)
-    model_new = compiled.source if checked.weights and seeded else None
+    # costs the worker pypto's import, about 2 s), with a draw of the problem's own inputs
+    own_inputs = any(draw.problem_inputs for draw in draws_)
+    model_new = compiled.source if checked.weights and own_inputs else None
     run = run_problem(
         problem_path,
         weight_seed,
         in_torch_order,
-        rescale,
+        resize,
         timeout,
         model_new=model_new,
         inputs=given,
     )
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
-    _check_parameters(checked, run, where, expect_drop_in=seeded)
+    _check_parameters(checked, run, where, expect_drop_in=own_inputs)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
     assert run.weight_scales is not None
     # The problem ran with each weight at its parameter's own spread; so does ModelNew.
@@ -581,7 +584,7 @@ def problem_cases(
         weight_values[weight.name] = weight_values[weight.name] * scale
     cases = []
     for draw, values, expected in zip(draws_, drawn, run.expected, strict=True):
-        if draw.seeded:
+        if draw.problem_inputs:
             tensors, scalars = _forward_arguments(checked, run, where)
         else:
             tensors = [values[t.name] for t in checked.tensor_arguments]
@@ -640,11 +643,11 @@ def problem_case(
     compiled: Compiled,
     problem_path: Path,
     draw: Draw,
-    rescale: Mapping[int, int] | None = None,
+    resize: Resize | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Case:
     """`problem_cases` of one draw."""
-    (case,) = problem_cases(compiled, problem_path, [draw], rescale, timeout)
+    (case,) = problem_cases(compiled, problem_path, [draw], resize, timeout)
     return case
 
 
@@ -793,21 +796,21 @@ def _how_it_starts(weight: ir.Input, checked: ir.Kernel) -> str:
     return weight.init.how_it_starts
 
 
-def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> dict[int, int]:
+def problem_rescale(declared: Mapping[str, int], dims: Mapping[str, int]) -> Resize:
     """What `--dim` means for a problem file: its size constants equal to a resized dim's
     declared size take the new size. Two dims of one size resized differently cannot be
-    told apart there."""
-    rescale: dict[int, int] = {}
+    told apart there (`--set` names the constants instead)."""
+    sizes: dict[int, int] = {}
     for name, size in dims.items():
         old = declared[name]
-        if rescale.get(old, size) != size:
+        if sizes.get(old, size) != size:
             raise ValueError(
                 f"--dim resizes two dims of size {old} differently; the problem's size "
-                "constants could not tell which is which"
+                "constants could not tell which is which: name them with --set NAME=VALUE"
             )
         if old != size:
-            rescale[old] = size
-    return rescale
+            sizes[old] = size
+    return Resize(sizes=sizes)
 
 
 class CheckTooBig(ValueError):
@@ -853,7 +856,7 @@ def run_check(
     seed: int = 0,
     passes: str = "auto",
     against: Path | None = None,
-    rescale: Mapping[int, int] | None = None,
+    resize: Resize | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: Progress | None = None,
     launch_jobs: int = 1,
@@ -861,7 +864,7 @@ def run_check(
     """Checks `compiled`'s generated module, or the module at `kernel_path`, against the spec's
     torch reference, or with `against`, against a KernelBench-format problem file: its
     `Model(*get_init_inputs())` is the golden (its module-level size constants resized by
-    `rescale`), on its own `get_inputs()` and on the check's other draws (`ptodsl.draws`).
+    `resize`), on its own `get_inputs()` and on the check's other draws (`ptodsl.draws`).
     `timeout` limits each worker. Raises `CheckTooBig`, before allocating anything, when
     the check would not fit in the memory this machine has available. `progress` gets
     `check_steps(compiled)` steps: the golden, then each launch simulated of the seeded
@@ -887,11 +890,12 @@ def run_check(
             kernel_path.write_text(compiled.source, encoding="utf-8")
         runner = _DrawRunner(compiled, kernel_path, Path(scratch), timeout, launch_jobs)
         always = [d for d in candidates if d.always]
-        seeded, *always = map(runner.spilled, _cases(compiled, always, against, rescale, timeout))
+        seeded, *always = map(runner.spilled, _cases(compiled, always, against, resize, timeout))
         if progress is not None:
             progress.step(f"golden: {golden}")
         first = runner.run(seeded, verify, progress)
-        later = _Draws(compiled, against, rescale, timeout, seeded, runner)
+        candidates = with_thresholds(candidates, seeded.observation.thresholds)
+        later = _Draws(compiled, against, resize, timeout, seeded, runner)
         later.run_cases(always, progress)
         later.run_to_reach(candidates[1:], progress)
         later.run_until_judged(candidates[1:], progress)
@@ -939,14 +943,14 @@ def _cases(
     compiled: Compiled,
     draws_: Sequence[Draw],
     against: Path | None,
-    rescale: Mapping[int, int] | None,
+    resize: Resize | None,
     timeout: float,
 ) -> list[Case]:
     """A case per draw: the spec's reference, or the problem's Model (in one worker run
     when the goldens are small: `problem_cases`)."""
     if against is None:
         return [spec_case(compiled, draw) for draw in draws_]
-    return problem_cases(compiled, against, draws_, rescale, timeout)
+    return problem_cases(compiled, against, draws_, resize, timeout)
 
 
 @attrs.frozen
@@ -1068,15 +1072,15 @@ class _Draws:
         self,
         compiled: Compiled,
         against: Path | None,
-        rescale: Mapping[int, int] | None,
+        resize: Resize | None,
         timeout: float,
         seeded: Case,
         runner: _DrawRunner,
     ):
-        self.compiled, self.against, self.rescale, self.timeout = (
+        self.compiled, self.against, self.resize, self.timeout = (
             compiled,
             against,
-            rescale,
+            resize,
             timeout,
         )
         self.seeded, self.runner = seeded, runner
@@ -1161,7 +1165,7 @@ class _Draws:
         """The draw's case (made once), or None (noted) when its exact values overflow a
         dtype."""
         if draw.name not in self.made:
-            (case,) = _cases(self.compiled, [draw], self.against, self.rescale, self.timeout)
+            (case,) = _cases(self.compiled, [draw], self.against, self.resize, self.timeout)
             case = self.runner.spilled(case)
             if case.observation.overflows:
                 self.not_run.append(f"{draw.name}: {case.observation.overflows[0]}")
@@ -1324,6 +1328,13 @@ def format_report(report: CheckReport) -> str:
         + (f"; ran scaled: {', '.join(report.scaled)}" if report.scaled else ""),
         f"  run:     pypto SIM, {_VERIFY_TEXT[report.verify]}",
     ]
+    if report.bound_dims:
+        lines += textwrap.wrap(
+            "; ".join(report.bound_dims),
+            92,
+            initial_indent="  dims:    ",
+            subsequent_indent=" " * 11,
+        )
     lines += textwrap.wrap(BOUND_RULE, 92, initial_indent="  bound:   ", subsequent_indent=" " * 11)
     rows = [("output", "shape", "dtype", "max abs err", "err/bound", "bounds", "result")]
     for o in report.outputs:

@@ -15,6 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import attrs
 import shtab
 
 from ptodsl import __version__, sim_memory
@@ -234,6 +235,15 @@ def _parser() -> argparse.ArgumentParser:
         help="a KernelBench-format file: its Model on its get_inputs() is the golden",
     ).complete = shtab.FILE
     check_command.add_argument(
+        "--set",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --against: set the problem file's constant NAME (repeatable; what it "
+        "computes from NAME follows); the spec's dims are then bound from its shapes",
+    )
+    check_command.add_argument(
         "--seed",
         type=_seed,
         default=0,
@@ -314,6 +324,15 @@ def _dim_size(text: str) -> tuple[str, int]:
     if not name.isidentifier() or not size.isdigit():
         raise argparse.ArgumentTypeError(f"expected NAME=SIZE, not {text!r}")
     return name, int(size)
+
+
+def _setting(text: str) -> tuple[str, str]:
+    from ptodsl.problems import parse_setting
+
+    try:
+        return parse_setting(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_dim_option(command: argparse.ArgumentParser) -> None:
@@ -487,13 +506,21 @@ def _check(args: argparse.Namespace) -> int:
         return _check_side_by_side(args)
     (spec,) = args.spec
     source = _read_spec(spec)
-    dims = dict(args.dim)
-    compiled = compile_spec(
-        source.text, name=str(spec), dims=dims, tuning=None if args.untuned else "cached"
-    )
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
             raise UserError(f"cannot read {path}: no such file")
+    dims = dict(args.dim)
+    resize, bound = None, []
+    if args.set:
+        resize, dims, bound = _dims_from_problem(args, source)
+    compiled = compile_spec(
+        source.text, name=str(spec), dims=dims, tuning=None if args.untuned else "cached"
+    )
+    if resize is None:
+        try:
+            resize = problem_rescale(compiled.lowered.syntax.declared_dims, dims)
+        except ValueError as error:
+            raise UserError(str(error)) from None
     title = f"checking {compiled.name} in pypto SIM"
     try:
         with Progress(check_steps(compiled), "step", title) as progress:
@@ -503,11 +530,12 @@ def _check(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 passes=args.passes,
                 against=args.against,
-                rescale=problem_rescale(compiled.lowered.syntax.declared_dims, dims),
+                resize=resize,
                 timeout=args.timeout,
                 progress=progress,
                 launch_jobs=args.jobs,
             )
+            report = attrs.evolve(report, bound_dims=tuple(bound))
     except SimulationError as error:
         print(f"ptodsl check {compiled.name}: the kernel did not run\n{error}", file=sys.stderr)
         return EXIT_SPEC_ERROR
@@ -520,14 +548,36 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_SPEC_ERROR
 
 
+def _dims_from_problem(args: argparse.Namespace, source: Source):
+    """`--set`: the problem resized by its named constants, and the spec's dims bound from
+    the shapes it then gives (`ptodsl.problem_dims`)."""
+    from ptodsl.problem_dims import problem_dims
+    from ptodsl.problems import ProblemError, Resize
+
+    if args.against is None:
+        raise UsageError("--set sets a problem file's constants: give the problem with --against")
+    if args.dim:
+        raise UsageError(
+            "--set binds the spec's dims from the resized problem's shapes: leave out --dim"
+        )
+    resize = Resize(constants=dict(args.set))
+    try:
+        dims, bound = problem_dims(source, args.against, resize, args.seed, args.timeout)
+    except ProblemError as error:
+        raise UserError(str(error)) from None
+    return resize, dims, bound
+
+
 def _check_side_by_side(args: argparse.Namespace) -> int:
     """Several specs (or one on a cluster): a check job each, their reports in the order the
     specs were given; a job whose kernel did not run is a failing entry, not a lost run."""
     from ptodsl.checking import CheckJob, check_job, format_report
     from ptodsl.fanout import Task, launch_jobs, run_tasks
 
-    if args.kernel is not None or args.against is not None:
-        raise UsageError("--kernel and --against check one spec: give one, without --cluster")
+    if args.kernel is not None or args.against is not None or args.set:
+        raise UsageError(
+            "--kernel, --against and --set check one spec: give one, without --cluster"
+        )
     dims = dict(args.dim)
     tasks = []
     for spec in args.spec:  # every spec compiles here first: a bad one stops the run now

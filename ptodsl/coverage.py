@@ -204,8 +204,8 @@ def _checked_at_dims(pair: Pair, problem: Path, timeout: float, row, started: fl
     # the declared sizes, from the syntax (the full shape need not compile: #72 of level 2)
     declared = parse(pair.spec_text).declared_dims
     compiled = compile_spec(pair.spec_text, name=pair.spec_name, dims=pair.dims, tuning=pair.tuning)
-    rescale = problem_rescale(declared, pair.dims)
-    report = run_check(compiled, against=problem, rescale=rescale, timeout=timeout)
+    resize = problem_rescale(declared, pair.dims)
+    report = run_check(compiled, against=problem, resize=resize, timeout=timeout)
     error = max((o.max_abs_error for o in report.outputs), default=0.0)
     verdict = report.verdict
     note = "; ".join(
@@ -252,8 +252,8 @@ def _smaller_shapes(text: str, name: str, compiled) -> Iterator[tuple[dict[str, 
 def _check_scaled(problem: Path, compiled, smaller, dims: dict[str, int], timeout: float):
     from ptodsl.checking import problem_rescale, run_check
 
-    rescale = problem_rescale(compiled.lowered.syntax.declared_dims, dims)
-    return run_check(smaller, against=problem, rescale=rescale, timeout=timeout)
+    resize = problem_rescale(compiled.lowered.syntax.declared_dims, dims)
+    return run_check(smaller, against=problem, resize=resize, timeout=timeout)
 
 
 def _at_a_judgeable_scale(text: str, name: str, problem: Path, compiled, timeout: float):

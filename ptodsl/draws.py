@@ -12,6 +12,8 @@ A check therefore runs the kernel on several draws (`draws`), judged alike:
     small           a fresh draw, every real input x 1e-3
     positive        a fresh draw, every real input |v|
     large           a fresh draw, every real input x 30
+    at thresholds   a fresh draw, half of every real input's values set to the constants
+                    the spec compares with (`z != 0.5` is false only at 0.5 exactly)
     reseeded        a fresh draw of the inputs and of the weights
 
 The first two always run; the others run when they reach a branch or a term the earlier
@@ -52,17 +54,17 @@ class Draw:
     transform: str
     always: bool  # run whatever it reaches
     why: str
-
-    @property
-    def seeded(self) -> bool:
-        """The check's own seeded draw (the problem's get_inputs() with --against)."""
-        return self.transform == "seeded"
+    # With --against, its inputs are the problem's own get_inputs() under `data_seed` (the
+    # seeded draw, and the reseeded one: fresh inputs of the problem's own distribution)
+    problem_inputs: bool = False
+    # the values `at thresholds` puts into the inputs (`with_thresholds`)
+    values: tuple[float, ...] = ()
 
 
 def draws(seed: int) -> tuple[Draw, ...]:
     """Every draw a check may run, the seeded one first, the rest in the order tried."""
     return (
-        Draw(f"seed {seed}", seed, seed, "seeded", True, "the seeded inputs"),
+        Draw(f"seed {seed}", seed, seed, "as drawn", True, "the seeded inputs", True),
         Draw(
             "small negative",
             seed + 100,
@@ -75,7 +77,31 @@ def draws(seed: int) -> tuple[Draw, ...]:
         Draw("small", seed + 102, seed, "small", False, "real inputs x 1e-3"),
         Draw("positive", seed + 103, seed, "positive", False, "real inputs |v|"),
         Draw("large", seed + 104, seed, "large", False, "real inputs x 30"),
-        Draw("reseeded", seed + 105, seed + 105, "seeded", False, "other inputs and weights"),
+        Draw(
+            THRESHOLDS,
+            seed + 106,
+            seed,
+            THRESHOLDS,
+            False,
+            "half the real inputs' values at the constants the spec compares with",
+        ),
+        Draw(
+            "reseeded", seed + 105, seed + 105, "as drawn", False, "other inputs and weights", True
+        ),
+    )
+
+
+THRESHOLDS = "at thresholds"
+
+
+def with_thresholds(candidates: Sequence[Draw], seen: set[float]) -> tuple[Draw, ...]:
+    """`candidates` with the `at thresholds` draw given the constants the seeded draw saw
+    compared with (`Observation.thresholds`), or left out when the spec compares with none."""
+    values = tuple(sorted(seen))
+    return tuple(
+        attrs.evolve(d, values=values) if d.transform == THRESHOLDS else d
+        for d in candidates
+        if values or d.transform != THRESHOLDS
     )
 
 
@@ -83,7 +109,7 @@ def draws(seed: int) -> tuple[Draw, ...]:
 # stay positive is only scaled, one of another domain (unit, softmax, sign, range) is only
 # drawn afresh.
 TRANSFORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "seeded": lambda v: v,
+    "as drawn": lambda v: v,
     "small negative": lambda v: -v.abs() * 1e-3,
     "negative": lambda v: -v.abs(),
     "positive": lambda v: v.abs(),
@@ -94,13 +120,29 @@ TRANSFORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 POSITIVE_FORMS = {"small negative": "small", "small": "small", "large": "large"}
 
 
-def transformed(values: torch.Tensor, domain: str, transform: str) -> torch.Tensor:
-    """`values` (an input of `domain`) as draw `transform` makes them."""
+def transformed(values: torch.Tensor, domain: str, draw: Draw, index: int = 0) -> torch.Tensor:
+    """`values` (input `index`, of `domain`) as `draw` makes them."""
     if not values.is_floating_point() or domain not in ("real", "positive"):
         return values
+    exact = values.to(torch.float64)
+    if draw.transform == THRESHOLDS:
+        return _at_values(exact, draw, index, positive=domain == "positive").to(values.dtype)
+    transform = draw.transform
     if domain == "positive":
-        transform = POSITIVE_FORMS.get(transform, "seeded")
-    return TRANSFORMS[transform](values.to(torch.float64)).to(values.dtype)
+        transform = POSITIVE_FORMS.get(transform, "as drawn")
+    return TRANSFORMS[transform](exact).to(values.dtype)
+
+
+def _at_values(values: torch.Tensor, draw: Draw, index: int, positive: bool) -> torch.Tensor:
+    """Half of `values`, at seeded places, set to the draw's constants (the positive ones
+    only, for a positive input)."""
+    constants = [v for v in draw.values if v > 0 or not positive]
+    if not constants:
+        return values
+    generator = torch.Generator().manual_seed(draw.data_seed * 1009 + index)
+    pick = torch.randint(0, 2 * len(constants), values.shape, generator=generator)
+    table = torch.tensor(constants, dtype=torch.float64)
+    return torch.where(pick < len(constants), table[pick % len(constants)], values)
 
 
 def draw_inputs(kernel: ir.Kernel, draw: Draw) -> list[torch.Tensor]:
@@ -112,7 +154,7 @@ def draw_inputs(kernel: ir.Kernel, draw: Draw) -> list[torch.Tensor]:
         weight = tensor.init is not None
         seed = draw.weight_seed if weight else draw.data_seed
         value = make_input(tensor, index, seed, ties=tensor.name in tied)
-        values.append(value if weight else transformed(value, tensor.domain, draw.transform))
+        values.append(value if weight else transformed(value, tensor.domain, draw, index))
     return values
 
 
@@ -152,16 +194,22 @@ class Reach:
 
 class Observation:
     """What the spec's float64 evaluation on one draw reached (`reached`, of `possible`),
-    and the values that left their dtype's range (`overflows`)."""
+    the values that left their dtype's range (`overflows`) and the constants its
+    comparisons compare with (`thresholds`)."""
 
     def __init__(self, source_text: str):
         self._lines = source_text.splitlines()
         self.possible: set[Reach] = set()
         self.reached: set[Reach] = set()
         self.overflows: list[str] = []
+        self.thresholds: set[float] = set()
 
     def __call__(self, expr: ir.Op, operands: list[Bounded], result: Bounded) -> None:
         entry = ops.lookup(expr.op)
+        if entry.kind is ops.Kind.COMPARISON:
+            self.thresholds.update(
+                float(o.value) for o in operands if o.value.dim() == 0 and bool(o.value.isfinite())
+            )
         if entry.reaches is not None:
             for what, mask in entry.reaches(torch, *(o.value for o in operands)):
                 reach = Reach(expr.span.line, expr.span.column, what, self._text(expr))

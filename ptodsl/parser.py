@@ -94,7 +94,16 @@ class _ToSyntax(Transformer):
 
     def dim_binding(self, meta, children):
         name, size = children
-        return s.DimDecl(str(name), _integer(size), _span(name))
+        if isinstance(size, Token):  # a literal size
+            return s.DimDecl(str(name), _integer(size), _span(name))
+        return s.DimDecl(str(name), 0, _span(name), computed=size)
+
+    def size_int(self, meta, children):
+        (token,) = children
+        return token
+
+    def size_name(self, meta, children):
+        return s.Name(str(children[0]), _span(children[0]))
 
     def param_decl(self, meta, children):
         name, param_type, default = children
@@ -222,6 +231,19 @@ class _ToSyntax(Transformer):
 
         return build
 
+    def _size_binary(op):  # noqa: N805 - a factory used while the class body runs
+        def build(self, meta, children):
+            lhs, rhs = (_size_operand(c) for c in children)
+            return s.Binary(op, lhs, rhs, _span(meta))
+
+        return build
+
+    size_add = _size_binary("add")
+    size_sub = _size_binary("sub")
+    size_mul = _size_binary("mul")
+    size_floordiv = _size_binary("floordiv")
+    del _size_binary
+
     add = _binary("add")
     sub = _binary("sub")
     mul = _binary("mul")
@@ -348,9 +370,23 @@ def parse(text: str) -> s.Spec:
     return _flatten_dims(spec)
 
 
+def _size_operand(node) -> s.Expr:
+    """A literal size inside a dim's expression, as a Number."""
+    if isinstance(node, Token):
+        return s.Number(float(_integer(node)), str(node), _span(node))
+    return node
+
+
 def _flatten_dims(spec: s.Spec) -> s.Spec:
-    """`dims M = 1, N = 2` parses to one tuple; spread it into separate items."""
+    """`dims M = 1, N = 2` parses to one tuple; spread it into separate items, each computed
+    dim's declared size evaluated from the dims before it."""
     items: list[s.Item] = []
+    sizes: dict[str, int] = {}
     for item in spec.items:
-        items.extend(item if isinstance(item, tuple) else (item,))
+        for part in item if isinstance(item, tuple) else (item,):
+            if isinstance(part, s.DimDecl):
+                if part.computed is not None:
+                    part = attrs.evolve(part, size=s.computed_size(part, sizes))
+                sizes[part.name] = part.size
+            items.append(part)
     return s.Spec(spec.name, spec.name_span, tuple(items))

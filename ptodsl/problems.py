@@ -8,10 +8,11 @@ or stall ptodsl: `run_problem` either returns what the problem computed or raise
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,109 @@ class ProblemError(ValueError):
     """The problem file could not be run, or gave something ptodsl cannot compare."""
 
 
+@attrs.frozen
+class Resize:
+    """How a problem file is resized before it runs: `sizes` (`--dim`) maps a dim's size to
+    its new size, and module-level int constants of that value take it; `constants`
+    (`--set NAME=VALUE`, VALUE a Python literal) rewrites every top-level assignment of NAME
+    in the file's syntax tree, so that whatever is computed from it follows."""
+
+    sizes: Mapping[int, int] = attrs.field(factory=dict)
+    constants: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    """`NAME=VALUE` (`--set`): NAME a Python name or `Class.NAME`, VALUE a Python literal."""
+    name, equals, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not equals or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"expected NAME=VALUE (a problem file's constant), got {text!r}")
+    literal_value(name, value)
+    return name, value
+
+
+def literal_value(name: str, value: str) -> object:
+    """`--set`'s VALUE: a number, a bool, a string or a tuple or list of those."""
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise ValueError(
+            f"--set {name}={value}: the value is not a Python literal (a number, a tuple)"
+        ) from None
+    return parsed
+
+
+def rewritten_problem(
+    path: Path, text: str, constants: Mapping[str, str]
+) -> tuple[ast.Module, list[str]]:
+    """The problem's syntax tree with every top-level assignment of each NAME in `constants`
+    (`NAME = ...`, `a, NAME = ..., ...`, `NAME: int = ...`; and in the body of a top-level
+    class `C`, for `C.NAME`) assigning the new value, and what changed ("batch_size = 16 ->
+    2"). Line numbers are kept, so the problem's own errors still point at its lines. A NAME
+    the file never assigns is an error naming the constants it has."""
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as error:
+        raise ProblemError(f"problem {path}:{error.lineno}: {error.msg}") from None
+    changed: list[str] = []
+    for name, value in constants.items():
+        owner, _, constant = name.rpartition(".")
+        body = tree.body
+        if owner:
+            classes = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == owner]
+            body = [statement for c in classes for statement in c.body]
+        slots = [slot for statement in body for slot in _assignments(statement, constant)]
+        if not slots:
+            known = sorted({n for statement in tree.body for n, _ in _assigned(statement) if n})
+            raise ProblemError(
+                f"--set {name}: problem {path} assigns no top-level `{name}`; its constants: "
+                f"{', '.join(known) or 'none'}"
+            )
+        for old, replace in slots:
+            replace(ast.copy_location(ast.parse(value, mode="eval").body, old))
+            changed.append(f"{name} = {ast.unparse(old)} -> {value}")
+    ast.fix_missing_locations(tree)
+    return tree, changed
+
+
+def _assignments(statement: ast.stmt, name: str) -> list[tuple[ast.expr, Callable]]:
+    """Where `statement` assigns `name`: the value's node, and how to replace it."""
+    return [(old, replace) for target, (old, replace) in _assigned(statement) if target == name]
+
+
+def _assigned(statement: ast.stmt) -> list[tuple[str, tuple[ast.expr, Callable]]]:
+    """The names a plain assignment binds, each with its value's node and a replacer;
+    unpacking (`d, h, w = 16, 32, 32`) binds each name to its element."""
+    if isinstance(statement, ast.AnnAssign):
+        if not isinstance(statement.target, ast.Name) or statement.value is None:
+            return []
+        return [(statement.target.id, (statement.value, _setter(statement, "value")))]
+    if not isinstance(statement, ast.Assign):
+        return []
+    found = []
+    for target in statement.targets:
+        if isinstance(target, ast.Name):
+            found.append((target.id, (statement.value, _setter(statement, "value"))))
+        elif (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(statement.value, ast.Tuple | ast.List)
+            and len(target.elts) == len(statement.value.elts)
+        ):
+            for index, element in enumerate(target.elts):
+                if isinstance(element, ast.Name):
+                    elements = statement.value.elts
+                    found.append((element.id, (elements[index], _item_setter(elements, index))))
+    return found
+
+
+def _setter(node: ast.AST, field: str) -> Callable[[ast.expr], None]:
+    return lambda new: setattr(node, field, new)
+
+
+def _item_setter(items: list[ast.expr], index: int) -> Callable[[ast.expr], None]:
+    return lambda new: items.__setitem__(index, new)
+
+
 @attrs.frozen(eq=False)
 class Parameter:
     name: str  # in `named_parameters()`, e.g. gemm.weight
@@ -89,29 +193,34 @@ class ProblemRun:
     # tensors" ("" when torch's meta device could not tell), and each output's dtype
     returns: str = ""
     dtypes: list[str] = attrs.Factory(list)
+    shapes: list[tuple[int, ...]] = attrs.Factory(list)  # forward's outputs', as dtypes
 
 
 def run_problem(
     path: Path,
     seed: int,
     weights: Sequence[torch.Tensor],
-    rescale: Mapping[int, int] | None = None,
+    resize: Resize | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     model_new: str | None = None,
     inputs: Sequence[Sequence[torch.Tensor] | None] = (None,),
 ) -> ProblemRun:
-    """`rescale` maps a dim's size to its new size: module-level int constants equal to a key
-    take the new size before `get_inputs()` and `get_init_inputs()` run. `model_new`: the
+    """`resize` resizes the problem before `get_inputs()` and `get_init_inputs()` run
+    (`Resize`). `model_new`: the
     text of a module defining ModelNew, built after the Model under the same seed (as a
     harness builds both) to compare their initial parameters. `inputs`: the draws to run
     forward on, each None (get_inputs()'s) or the tensor arguments of another of the
     check's draws (get_inputs()'s numbers follow them)."""
+    resize = resize or Resize()
+    if resize.constants:  # a NAME the file does not assign is the user's error, said here
+        rewritten_problem(path, path.read_text(encoding="utf-8"), resize.constants)
     work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-problem-"))
     try:
         request = {
             "problem": str(path.resolve()),
             "seed": seed,
-            "rescale": {str(k): v for k, v in (rescale or {}).items()},
+            "sizes": {str(k): v for k, v in resize.sizes.items()},
+            "constants": dict(resize.constants),
             "model_new": None,
         }
         if model_new is not None:
@@ -163,6 +272,7 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         weight_scales=result["weight_scales"],
         returns=result["returns"],
         dtypes=result["dtypes"],
+        shapes=result["shapes"],
         drop_in=None
         if result["drop_in"] is None
         else DropIn(

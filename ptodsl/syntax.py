@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
-from ptodsl.diagnostics import Span
+from ptodsl.diagnostics import Span, SpecError
 
 # What a weight's declaration may start it as (the parser's and the checker's note).
 WEIGHT_INIT_NOTE = (
@@ -44,7 +46,7 @@ class Unary:
 
 @attrs.frozen
 class Binary:
-    op: str  # "add" | "sub" | "mul" | "div" | "matmul" | "pow"
+    op: str  # "add" | "sub" | "mul" | "div" | "matmul" | "pow"; "floordiv" in dims
     lhs: Expr
     rhs: Expr
     span: Span
@@ -141,9 +143,40 @@ class TensorTypeExpr:
 
 @attrs.frozen
 class DimDecl:
+    """`N = 16`, or a dim computed from the dims before it (`H_out = (H - 3) // 2 + 1`):
+    `size` is then its value at their declared sizes, `computed` the expression (of
+    Number, Name and Binary nodes, ops add, sub, mul and floordiv)."""
+
     name: str
     size: int
     span: Span
+    computed: Expr | None = None
+
+
+def computed_size(dim: DimDecl, sizes: Mapping[str, int]) -> int:
+    """A computed dim's size given the sizes of the dims before it (`sizes`)."""
+    assert dim.computed is not None
+
+    def value(node: Expr) -> int:
+        if isinstance(node, Number):
+            return int(node.value)
+        if isinstance(node, Name):
+            if node.id not in sizes:
+                raise SpecError(
+                    f"`{node.id}` is not a dim declared before `{dim.name}`",
+                    node.span,
+                    note="a computed dim is made of the dims before it and integers",
+                )
+            return sizes[node.id]
+        assert isinstance(node, Binary), "the grammar makes nothing else"
+        lhs, rhs = value(node.lhs), value(node.rhs)
+        if node.op == "floordiv":
+            if rhs == 0:
+                raise SpecError("division by zero", node.span)
+            return lhs // rhs
+        return {"add": lhs + rhs, "sub": lhs - rhs, "mul": lhs * rhs}[node.op]
+
+    return value(dim.computed)
 
 
 @attrs.frozen

@@ -267,6 +267,14 @@ class _TypeChecker:
     def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
         self.declare(item.name, item.span)
         size = self.dim_sizes.get(item.name, item.size)
+        if item.computed is not None:
+            if item.name in self.dim_sizes:
+                raise SpecError(
+                    f"dim `{item.name}` is computed from other dims; it cannot be resized",
+                    item.span,
+                    note="resize the dims it is computed from",
+                )
+            size = s.computed_size(item, {name: dim.size for name, dim in self.dims.items()})
         if size < 1:
             raise SpecError(f"dim `{item.name}` must be at least 1, not {size}", item.span)
         if size > MAX_ELEMENTS:

@@ -17,7 +17,7 @@ from conftest import LEVEL2_DIMS_FILE, ROOT
 import ptodsl
 from ptodsl import ir
 from ptodsl.checking import run_check
-from ptodsl.draws import Observation, draws, transformed
+from ptodsl.draws import Observation, draws, transformed, with_thresholds
 from ptodsl.error_bounds import evaluate_bounds
 
 LEVEL2 = ROOT / "tests" / "problems" / "kernelbench-level2"
@@ -190,12 +190,38 @@ def test_a_branch_no_draw_reaches_is_listed():
     assert any("its first operand selected" in what for what in report.unreached)
 
 
+def test_an_equality_only_exact_inputs_reach_is_reached_at_thresholds(tmp_path):
+    """`x != 0.5` is false only where x is 0.5 exactly, which no continuous draw gives: a
+    kernel comparing with 0.515 passed every other draw."""
+    spec = compiled(
+        "kernel unequal\ndims M = 16, N = 256\ninput x: f32[M, N]\noutput y: f32[M, N]\n"
+        "y = where(x != 0.5, 2.0, x)\n"
+    )
+    assert run_check(spec).verdict == "PASS"
+    report = run_check(spec, kernel_path=edited(tmp_path, spec, "x != 0.5", "x != 0.515"))
+    assert report.verdict == "FAIL"
+    by_name = {draw.name: draw for draw in report.draws}
+    assert by_name["seed 0"].outputs[0].ok
+    assert not by_name["at thresholds"].outputs[0].ok
+
+
+def test_the_thresholds_draw_sets_half_the_values_to_the_constants():
+    (draw,) = [d for d in with_thresholds(draws(0), {0.5, -2.0}) if d.name == "at thresholds"]
+    drawn = torch.randn(4096, dtype=torch.float64)
+    values = transformed(drawn, "real", draw)
+    at = (values == 0.5) | (values == -2.0)
+    assert 0.45 < float(at.double().mean()) < 0.55
+    assert torch.equal(values[~at], drawn[~at])
+    assert {0.5, -2.0} <= set(values[at].tolist())
+    assert not any(d.name == "at thresholds" for d in with_thresholds(draws(0), set()))
+
+
 def test_the_draws_keep_each_input_in_its_domain():
     values = torch.rand(64, dtype=torch.float64) + 0.1
-    for draw in draws(0):
-        positive = transformed(values, "positive", draw.transform)
+    for draw in with_thresholds(draws(0), {-1.0, 0.0, 0.5}):
+        positive = transformed(values, "positive", draw)
         assert bool((positive > 0).all()), draw.name
-        assert torch.equal(transformed(values, "unit", draw.transform), values)
+        assert torch.equal(transformed(values, "unit", draw), values)
 
 
 def test_a_draw_whose_exact_values_overflow_is_seen():
@@ -225,8 +251,8 @@ def level2_check(number: int, kernel_path=None):
     dims = json.loads(LEVEL2_DIMS_FILE.read_text(encoding="utf-8"))[spec.stem]
     declared = ptodsl.compile(text, name=spec.name, tuning=None).lowered.syntax.declared_dims
     small = ptodsl.compile(text, name=spec.name, dims=dims, tuning=None)
-    rescale = problem_rescale(declared, dims)
-    return small, run_check(small, kernel_path=kernel_path, against=problem, rescale=rescale)
+    resize = problem_rescale(declared, dims)
+    return small, run_check(small, kernel_path=kernel_path, against=problem, resize=resize)
 
 
 @pytest.mark.parametrize("number", [66, 80])

@@ -169,7 +169,7 @@ USAGE_ERRORS = {
     ),
     "several_specs_with_kernel": (
         ("check", ELU, ELU, "--kernel", ELU),
-        "--kernel and --against check one spec",
+        "--kernel, --against and --set check one spec",
     ),
 }
 

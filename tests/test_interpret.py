@@ -47,8 +47,8 @@ def test_forward_in_the_simulator_returns_the_problems_values(stem, simulator, c
     spec = SPECS / f"{stem}.pto"
     dims = CI_DIMS.get(stem)  # the large shapes scaled, as CI checks them
     compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
-    rescale = problem_rescale(compiled.lowered.syntax.declared_dims, dims) if dims else None
-    case = problem_case(compiled, PROBLEMS / f"{stem}.py", seeded_draw(0), rescale=rescale)
+    resize = problem_rescale(compiled.lowered.syntax.declared_dims, dims) if dims else None
+    case = problem_case(compiled, PROBLEMS / f"{stem}.py", seeded_draw(0), resize=resize)
     checked = compiled.lowered.checked
     arguments, state = case.forward_and_state(checked)
     model = answer_model(compiled, spec.name)(**case.init_kwargs)

@@ -60,11 +60,11 @@ def test_spec_means_what_the_problem_computes(number):
     spec = SPEC_BY_NUMBER[number]
     compiled = compile_spec(spec)
     kernel = compiled.lowered.checked  # the whole kernel: all launches
-    rescale = None
+    resize = None
     elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
     if elements > FULL_SHAPE_ELEMENTS or ir.convolution_macs(kernel) > FULL_SHAPE_MACS:
-        compiled, rescale = compile_spec(spec, CI_DIMS[spec.stem]), ci_rescale(number)
-    case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seeded_draw(0), rescale=rescale)
+        compiled, resize = compile_spec(spec, CI_DIMS[spec.stem]), ci_rescale(number)
+    case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seeded_draw(0), resize=resize)
     ours = evaluate_reference(compiled, case.inputs, case.init_kwargs, case.forward_scalars)
     for output, mine, theirs in zip(compiled.kernel.outputs, ours, case.expected, strict=True):
         # Both in float64: agreement to rounding, far inside any kernel tolerance.
@@ -100,7 +100,7 @@ SLOW_SIM = {72}
 def test_check_against_the_problem_passes_in_pypto_sim(number):
     spec = SPEC_BY_NUMBER[number]
     compiled = compile_spec(spec, CI_DIMS.get(spec.stem))
-    report = run_check(compiled, against=PROBLEM_BY_NUMBER[number], rescale=ci_rescale(number))
+    report = run_check(compiled, against=PROBLEM_BY_NUMBER[number], resize=ci_rescale(number))
     assert report.ok, report.to_json()
     assert bool(report.scaled) == (spec.stem in CI_DIMS)
     assert (report.verify == "graph" or report.passes) and report.sim_time_us > 0
@@ -159,15 +159,15 @@ def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     ignoring = tmp_path / "ignores_weight.py"
     ignoring.write_text(multiply.sub("", compiled.source, count=1), encoding="utf-8")
     assert ignoring.read_text(encoding="utf-8") != compiled.source
-    problem, rescale = PROBLEM_BY_NUMBER[33], ci_rescale(33)
-    report = run_check(compiled, kernel_path=ignoring, against=problem, rescale=rescale)
+    problem, resize = PROBLEM_BY_NUMBER[33], ci_rescale(33)
+    report = run_check(compiled, kernel_path=ignoring, against=problem, resize=resize)
     assert not report.ok and report.outputs[0].mismatched
     # a spec that ignores the weight no longer means the problem: said before any kernel runs
     wrong_spec = spec_variant(
         tmp_path, 33, "* weight + bias", "+ bias", dims=CI_DIMS["33_batch_norm"]
     )
     with pytest.raises(ValueError, match="the spec computes something else than the problem"):
-        run_check(wrong_spec, against=problem, rescale=rescale)
+        run_check(wrong_spec, against=problem, resize=resize)
 
 
 def test_kernelbench_answer_runs_when_a_harness_execs_its_text(tmp_path):

@@ -119,7 +119,7 @@ def test_a_level_2_spec_is_a_drop_in_under_a_seeded_harness(number, monkeypatch)
     whole = ptodsl.compile(text, name=spec.name, tuning=None)
     compiled = ptodsl.compile(text, name=spec.name, dims=dims, tuning=None)
     module = import_file(problem, f"level2_harness_{number}")
-    _rescale(module, problem_rescale(whole.lowered.syntax.declared_dims, dims))
+    _rescale(module, problem_rescale(whole.lowered.syntax.declared_dims, dims).sizes)
     monkeypatch.setenv("AIKG_PYPTO_RUN_MODE", "1")
     for seed in (0, 1):
         init = module.get_init_inputs()

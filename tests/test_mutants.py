@@ -273,9 +273,14 @@ MUTATED = [
 # reasoned out one by one: prod's and cumprod's sign is (-1)^(negatives), +1 or -1, so
 # multiplying the magnitude by it is dividing by it; and the parity floor(t * 0.5) of a
 # count t of at most dim1 = 8 negatives is floor(t * 0.515) too (they differ from t = 34 on).
+# One is wrong but below every f32 bound: Huber's branches meet with equal value and slope at
+# |d| = 1, so moving the joint to 1.02 changes a term by at most 0.5 * 0.02^2 = 2e-4, and the
+# mean of 2^19 terms by about 5e-7, under the bound of 1.4e-5 an f32 sum of them may round by (the
+# check measured err/bound 0.038 on it, 0.0013 on the kernel itself).
 EQUIVALENT = {
     "50_prod_dim": {"line 79:30: * -> /", "line 79: 0.5 -> 0.515"},
     "90_cumprod": {"line 80:12: * -> /"},
+    "96_huber_loss": {"line 75: 1.0 -> 1.02"},
 }
 
 

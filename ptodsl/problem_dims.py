@@ -1,0 +1,216 @@
+"""A spec's dims bound from a problem file's own shapes (`check --against --set`).
+
+With `--set NAME=VALUE` the problem is resized by naming its constants, and everything it
+derives from them follows; the spec's dims are then read off what the resized problem
+gives: its `get_inputs()` tensors' shapes (the spec's tensor inputs, in order), its
+`get_init_inputs()` values (the spec's params whose default is a dim, or a list of them)
+and its forward's output shapes (torch's meta device, no arithmetic). Each declared axis is
+an equation: a dim name (`C`, `N + 1`), a literal size, or a product (`G * CG`) solved once
+all but one factor are known. A size that disagrees names the axis and both sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import attrs
+import torch
+
+from ptodsl import ir
+from ptodsl import syntax as s
+from ptodsl.diagnostics import Source
+from ptodsl.pipeline import lower
+from ptodsl.problems import ProblemError, ProblemRun, Resize, run_problem
+
+
+@attrs.frozen
+class _Factor:
+    """One factor of a declared axis: a dim (plus `offset`) or a literal size."""
+
+    name: str | None
+    size: int = 0
+    offset: int = 0
+
+
+@attrs.frozen
+class _Axis:
+    what: str  # "input `x`, axis 1"
+    factors: tuple[_Factor, ...]
+    size: int  # what the problem gives
+
+
+def bound_dims(
+    syntax: s.Spec, checked: ir.Kernel, run: ProblemRun, where: str
+) -> tuple[dict[str, int], list[str]]:
+    """Each dim of the spec the problem's shapes determine, and how each was found
+    ("C_out = 8 (input `x`, axis 1)"). Dims nothing determines keep their declared size."""
+    declared = syntax.declared_dims
+    axes = [*_input_axes(syntax, checked, run, where), *_output_axes(syntax, checked, run)]
+    axes += _param_axes(syntax, checked, run)
+    axes = [a for a in axes if all(f.name is None or f.name in declared for f in a.factors)]
+    computed = {
+        i.name: i for i in syntax.items if isinstance(i, s.DimDecl) and i.computed is not None
+    }
+    bound: dict[str, tuple[int, str]] = {}
+    progress = True
+    while progress:
+        progress = False
+        for name, dim in computed.items():
+            if name not in bound and _operands(dim) <= set(bound):
+                sizes = {n: size for n, (size, _) in bound.items()}
+                bound[name] = (s.computed_size(dim, sizes), "computed")
+                progress = True
+        for axis in axes:
+            unknown = [f for f in axis.factors if f.name is not None and f.name not in bound]
+            if len(unknown) != 1 or unknown[0].name in computed:
+                continue  # known already, several unknowns (`N * N` too), or computed
+            (factor,) = unknown
+            name = factor.name
+            known = math.prod(_size(f, bound) for f in axis.factors if f.name != name)
+            if known == 0 or axis.size % known:
+                raise ProblemError(
+                    f"{where}: {axis.what}: the problem gives {axis.size}, which the spec's "
+                    f"other factors ({known}) do not divide"
+                )
+            bound[name] = (axis.size // known - factor.offset, axis.what)
+            progress = True
+    for axis in axes:
+        _expect_size(axis, bound, where)
+    sizes = {name: size for name, (size, _) in bound.items()}
+    for name, size in sizes.items():
+        if size < 1:
+            raise ProblemError(
+                f"{where}: {bound[name][1]} makes the spec's dim `{name}` {size}; a dim is at "
+                "least 1"
+            )
+    found = [f"{name} = {sizes[name]} ({bound[name][1]})" for name in declared if name in sizes]
+    return {n: size for n, size in sizes.items() if n not in computed}, found
+
+
+def _operands(dim: s.DimDecl) -> set[str]:
+    """The dims a computed dim is computed from."""
+    names, stack = set(), [dim.computed]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, s.Name):
+            names.add(node.id)
+        elif isinstance(node, s.Binary):
+            stack += [node.lhs, node.rhs]
+    return names
+
+
+def problem_dims(
+    source: Source, problem: Path, resize: Resize, seed: int, timeout: float
+) -> tuple[dict[str, int], list[str]]:
+    """`bound_dims` of the spec `source` and the resized problem (run without forward)."""
+    lowered = lower(source, until="check")
+    run = run_problem(problem, seed, [], resize, timeout, inputs=[])
+    return bound_dims(lowered.syntax, lowered.checked, run, f"problem {problem}")
+
+
+def _size(factor: _Factor, bound: dict[str, tuple[int, str]]) -> int:
+    if factor.name is None:
+        return factor.size
+    return bound[factor.name][0] + factor.offset
+
+
+def _expect_size(axis: _Axis, bound: dict[str, tuple[int, str]], where: str) -> None:
+    if any(f.name is not None and f.name not in bound for f in axis.factors):
+        return  # two unknown factors: the check's own shape comparison judges it
+    size = math.prod(_size(f, bound) for f in axis.factors)
+    if size == axis.size:
+        return
+    named = [f.name for f in axis.factors if f.name is not None]
+    how = "; ".join(
+        f"`{n}` = {bound[n][0]} " + ("computed" if src == "computed" else f"from {src}")
+        for n in named
+        for src in [bound[n][1]]
+    )
+    raise ProblemError(
+        f"{where}: {axis.what}: the problem gives {axis.size}, the spec declares "
+        f"{size}{f' ({how})' if how else ''}"
+    )
+
+
+def _input_axes(syntax: s.Spec, checked: ir.Kernel, run: ProblemRun, where: str) -> list[_Axis]:
+    tensors = [v for v in run.inputs if isinstance(v, torch.Tensor)]
+    arguments = checked.tensor_arguments
+    if len(tensors) != len(arguments):
+        raise ProblemError(
+            f"{where}: its get_inputs() gives {len(tensors)} tensors; the spec takes "
+            f"{len(arguments)} tensor inputs ({', '.join(a.name for a in arguments)})"
+        )
+    decls = {i.name: i for i in syntax.items if isinstance(i, s.InputDecl)}
+    return [
+        axis
+        for tensor, argument in zip(tensors, arguments, strict=True)
+        for axis in _tensor_axes(
+            f"input `{argument.name}`", decls[argument.name].type, tensor.shape
+        )
+    ]
+
+
+def _output_axes(syntax: s.Spec, checked: ir.Kernel, run: ProblemRun) -> list[_Axis]:
+    if len(run.shapes) != len(checked.outputs):  # unknown (no meta kernel), or told later
+        return []
+    decls = {i.name: i for i in syntax.items if isinstance(i, s.OutputDecl)}
+    return [
+        axis
+        for shape, output in zip(run.shapes, checked.outputs, strict=True)
+        for axis in _tensor_axes(f"output `{output.name}`", decls[output.name].type, shape)
+    ]
+
+
+def _tensor_axes(what: str, declared: s.TensorTypeExpr, shape: Sequence[int]) -> list[_Axis]:
+    entries = declared.dims or ()
+    if len(entries) != len(shape):
+        return []  # the check's own comparison names the rank that differs
+    return [
+        _Axis(f"{what}, axis {index}", tuple(_dim_factor(d) for d in entry), int(size))
+        for index, (entry, size) in enumerate(zip(entries, shape, strict=True))
+    ]
+
+
+def _dim_factor(dim: s.DimRef) -> _Factor:
+    if dim.name is None:
+        assert dim.size is not None, "a declared axis is a dim or a literal size"
+        return _Factor(None, dim.size)
+    return _Factor(dim.name, 0, dim.offset)
+
+
+def _param_axes(syntax: s.Spec, checked: ir.Kernel, run: ProblemRun) -> list[_Axis]:
+    """A param whose default is a dim (`param in_channels: int = C_in`), a product of dims or
+    a list of those gives an equation per int the problem builds its Model with."""
+    decls = {i.name: i for i in syntax.items if isinstance(i, s.ParamDecl)}
+    axes = []
+    for param, value in zip(checked.init_params, run.init_values, strict=False):
+        default = decls[param.name].default
+        items: Iterable[tuple[str, s.Expr | None, object]]
+        if isinstance(default, s.ListExpr) and isinstance(value, tuple):
+            if len(default.items) != len(value):
+                continue  # the check's own comparison says so
+            items = [
+                (f"param `{param.name}`[{i}]", e, v)
+                for i, (e, v) in enumerate(zip(default.items, value, strict=True))
+            ]
+        else:
+            items = [(f"param `{param.name}`", default, value)]
+        for what, expr, given in items:
+            factors = _param_factors(expr)
+            if factors and type(given) is int:
+                axes.append(_Axis(what, factors, given))
+    return axes
+
+
+def _param_factors(expr: s.Expr | None) -> tuple[_Factor, ...]:
+    """A dim, an int or a product of those; anything else binds nothing."""
+    if isinstance(expr, s.Name):
+        return (_Factor(expr.id),)
+    if isinstance(expr, s.Number) and float(expr.value).is_integer():
+        return (_Factor(None, int(expr.value)),)
+    if isinstance(expr, s.Binary) and expr.op == "mul":
+        lhs, rhs = _param_factors(expr.lhs), _param_factors(expr.rhs)
+        return (*lhs, *rhs) if lhs and rhs else ()
+    return ()
