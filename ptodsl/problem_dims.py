@@ -20,7 +20,7 @@ import torch
 
 from ptodsl import ir
 from ptodsl import syntax as s
-from ptodsl.diagnostics import Source
+from ptodsl.diagnostics import Source, SpecError
 from ptodsl.pipeline import lower
 from ptodsl.problems import ProblemError, ProblemRun, Resize, run_problem
 
@@ -60,7 +60,13 @@ def bound_dims(
         for name, dim in computed.items():
             if name not in bound and _operands(dim) <= set(bound):
                 sizes = {n: size for n, (size, _) in bound.items()}
-                bound[name] = (s.computed_size(dim, sizes), "computed")
+                try:
+                    bound[name] = (s.computed_size(dim, sizes), "computed")
+                except SpecError as error:  # `X // (H - 4)` with H bound to 4
+                    raise ProblemError(
+                        f"{where}: at the sizes the problem gives, the spec's computed dim "
+                        f"`{name}` (line {dim.span.line}): {error.message}"
+                    ) from None
                 progress = True
         for axis in axes:
             unknown = [f for f in axis.factors if f.name is not None and f.name not in bound]

@@ -309,3 +309,13 @@ def test_a_level_2_problem_is_checked_small_by_set_alone():
     assert report["verdict"] == "PASS"
     assert report["outputs"][0]["shape"] == [2, 2, 5, 7, 9]
     assert "W_out = 9 (computed)" in report["bound_dims"]
+
+
+def test_a_computed_dim_dividing_by_zero_at_the_problems_sizes_is_a_problem_error():
+    syntax, kernel = checked(COMPUTED.replace("// 2 + 1", "// (H - 7) + 1"))
+    with pytest.raises(ProblemError) as raised:
+        bound_dims(syntax, kernel, run_giving(torch.zeros(2, 7)), "p")
+    assert str(raised.value) == (
+        "p: at the sizes the problem gives, the spec's computed dim `H_out` (line 3): "
+        "division by zero"
+    )
