@@ -39,6 +39,8 @@ from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
+# `coverage --scaled` without FILE: the table beside the specs (coverage.SCALED_FILE)
+SCALED_BESIDE_SPECS = Path("scaled.toml")
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
 STAGES = ("ast", "ir", *PASS_NAMES, "forward", "plan", "pypto", "kernelbench", "torch")
 
@@ -285,12 +287,14 @@ def _parser() -> argparse.ArgumentParser:
         "--only", type=int, nargs="+", default=[], metavar="N", help="these problem numbers"
     )
     coverage_command.add_argument(
-        "--dims",
+        "--scaled",
         type=Path,
+        nargs="?",
+        const=SCALED_BESIDE_SPECS,
         metavar="FILE",
-        help="a JSON object of spec names (file stems) to the dims each is checked at "
-        '({"19_relu": {"N": 2}}); the problem\'s size constants scale alike; others at full '
-        "shape",
+        help="check each spec at the problem constants its entry in this TOML table sets "
+        "([19_relu] then batch_size = 2, as check --set sets them; default: scaled.toml in "
+        "the specs folder); specs without an entry at full shape",
     ).complete = shtab.FILE
     coverage_command.add_argument(
         "--json", action="store_true", help="print the rows and the verdict as JSON"
@@ -636,9 +640,11 @@ def _cluster_address(args: argparse.Namespace) -> str | None:
 def _coverage(args: argparse.Namespace) -> int:
     from ptodsl.coverage import (
         INTERNAL_ERROR,
+        SCALED_FILE,
         coverage_json,
         format_table,
         judged,
+        read_scaled,
         run_coverage,
         settled,
     )
@@ -654,7 +660,13 @@ def _coverage(args: argparse.Namespace) -> int:
         return f"#{row.number} {row.problem}: {row.verdict}{wall}"
 
     only = args.only or ()
-    dims = None if args.dims is None else _dims_file(args.dims)
+    scaled = None
+    if args.scaled is not None:
+        table = specs / SCALED_FILE if args.scaled is SCALED_BESIDE_SPECS else args.scaled
+        try:
+            scaled = read_scaled(table, specs)
+        except ValueError as error:
+            raise UsageError(f"--scaled: {error}") from None
     with _Reporter("problem", "checking problems", finished) as progress:
         rows = run_coverage(
             args.problems,
@@ -664,7 +676,7 @@ def _coverage(args: argparse.Namespace) -> int:
             args.timeout,
             jobs=args.jobs,
             cluster=_cluster_address(args),
-            dims=dims,
+            scaled=scaled,
         )
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")
@@ -680,21 +692,6 @@ def _coverage(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERNAL
     return EXIT_OK if all(map(settled, judged(rows, only))) else EXIT_SPEC_ERROR
-
-
-def _dims_file(path: Path) -> dict[str, dict[str, int]]:
-    """`--dims FILE`: spec stems to dims, each size a positive int."""
-    try:
-        dims = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise UsageError(f"--dims {path}: {error}") from None
-    valid = isinstance(dims, dict) and all(
-        isinstance(sizes, dict) and all(type(size) is int and size > 0 for size in sizes.values())
-        for sizes in dims.values()
-    )
-    if not valid:
-        raise UsageError(f'--dims {path}: expected {{"spec_stem": {{"DIM": size, ...}}, ...}}')
-    return dims
 
 
 class _Reporter:

@@ -11,8 +11,9 @@ its row names those dims and says why. A problem whose output is the same whatev
 inputs and weights (#66 and #80 of level 2: a softmax or a mean over an axis of one
 element) is DEGENERATE, as `check` finds it: the kernel is compared with that constant,
 and the row does not fail the run.
-`dims` (`--dims FILE`) checks each spec at sizes of its own instead of its full shape,
-the problem's size constants scaled alike (as `check --dim` does).
+`scaled` (`--scaled`, the table `scaled.toml` beside the specs) checks a spec at sizes of
+its own: the problem's constants set by name (as `check --set` sets them), the spec's dims
+bound from the resized problem's shapes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -29,8 +31,7 @@ from ptodsl import ir, sim_memory
 from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.fanout import Task, launch_jobs, run_tasks
-from ptodsl.parser import parse
-from ptodsl.problems import ProblemError
+from ptodsl.problems import ProblemError, Resize, parse_setting
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
 from ptodsl.target import PYPTO_0_2_0
@@ -70,7 +71,9 @@ class Row:
 HEADER = ("#", "problem", "spec", "verdict", "max abs err", "sim us", "wall s", "note")
 NO_SPEC = "NO SPEC"
 SETTLED = ("PASS", "DEGENERATE")
-DimsBySpec = Mapping[str, Mapping[str, int]]  # a spec's stem -> the dims to check it at
+Settings = Mapping[str, str]  # a problem file's constant -> its value (a Python literal)
+SCALED_FILE = "scaled.toml"  # beside the specs: the settings each is checked at
+MAX_SCALED_BYTES = 1 << 20
 
 
 def settled(row: Row) -> bool:
@@ -98,17 +101,18 @@ def check_pair(
     spec: Path,
     problem: Path,
     timeout: float = DEFAULT_TIMEOUT_S,
-    dims: Mapping[str, int] | None = None,
+    settings: Settings | None = None,
 ) -> Row:
     """One row, whatever happens: a failure of one problem never loses the table."""
-    return check_texts(_pair(spec, problem, dims), timeout)
+    return check_texts(_pair(spec, problem, settings), timeout)
 
 
-def _pair(spec: Path, problem: Path, dims: Mapping[str, int] | None = None) -> Pair:
+def _pair(spec: Path, problem: Path, settings: Settings | None = None) -> Pair:
     text = spec.read_text(encoding="utf-8")
-    tuning = cached_tuning(text, dims, PYPTO_0_2_0)  # the plan compile would use here
-    dims = None if dims is None else dict(dims)
-    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes(), dims)
+    # the plan compile would use here; a scaled check's dims are known once the problem ran
+    tuning = cached_tuning(text, None, PYPTO_0_2_0) if settings is None else None
+    settings = None if settings is None else dict(settings)
+    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes(), settings)
 
 
 @attrs.frozen
@@ -121,7 +125,7 @@ class Pair:
     tuning: ir.Tuning | None  # the plan: a tuned one where the command ran, or the default
     problem_name: str
     problem_bytes: bytes
-    dims: dict[str, int] | None = None  # checked at these sizes, not at full shape
+    settings: dict[str, str] | None = None  # the problem's constants set so, not full shape
 
 
 def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S, launch_jobs: int = 1) -> Row:
@@ -152,8 +156,8 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
     spec_name, text = pair.spec_name, pair.spec_text
     note = ""
     try:
-        if pair.dims is not None:
-            return _checked_at_dims(pair, problem, timeout, row, started)
+        if pair.settings is not None:
+            return _checked_scaled(pair, problem, number, timeout, launch_jobs, started)
         compiled = compile_spec(text, name=spec_name, tuning=pair.tuning)
         try:
             report = run_check(compiled, against=problem, timeout=timeout, launch_jobs=launch_jobs)
@@ -196,36 +200,39 @@ def _checked_row(pair: Pair, problem: Path, timeout: float, launch_jobs: int) ->
     )
 
 
-def _checked_at_dims(pair: Pair, problem: Path, timeout: float, row, started: float) -> Row:
-    """The spec at `pair.dims` against the problem with its size constants scaled alike."""
-    from ptodsl.checking import problem_rescale, run_check
+def _checked_scaled(
+    pair: Pair, problem: Path, number: int, timeout: float, launch_jobs: int, started: float
+) -> Row:
+    """The spec against the problem with its constants set as `pair.settings` says (`check
+    --set`), at the dims its resized shapes bind; the note lists both."""
+    from ptodsl.checking import run_check
+    from ptodsl.diagnostics import Source
+    from ptodsl.problem_dims import problem_dims
 
-    assert pair.dims is not None
-    # the declared sizes, from the syntax (the full shape need not compile: #72 of level 2)
-    declared = parse(pair.spec_text).declared_dims
-    compiled = compile_spec(pair.spec_text, name=pair.spec_name, dims=pair.dims, tuning=pair.tuning)
-    resize = problem_rescale(declared, pair.dims)
-    report = run_check(compiled, against=problem, resize=resize, timeout=timeout)
-    error = max((o.max_abs_error for o in report.outputs), default=0.0)
-    verdict = report.verdict
-    note = "; ".join(
-        [f"at {_shown(pair.dims)}" if pair.dims else "at full shape", *report.degenerate]
+    assert pair.settings is not None
+    resize = Resize(constants=pair.settings)
+    source = Source(pair.spec_text, pair.spec_name)
+    dims, _ = problem_dims(source, problem, resize, seed=0, timeout=timeout)
+    compiled = compile_spec(pair.spec_text, name=pair.spec_name, dims=dims, tuning=pair.tuning)
+    report = run_check(
+        compiled, against=problem, resize=resize, timeout=timeout, launch_jobs=launch_jobs
     )
-    wall = time.monotonic() - started
+    error = max((o.max_abs_error for o in report.outputs), default=0.0)
+    at = f"set {_shown(pair.settings)} (dims {_shown(dims)})" if pair.settings else "full shape"
     return Row(
-        row(verdict).number,
+        number,
         problem.name,
         pair.spec_name,
-        verdict,
+        report.verdict,
         error,
         report.sim_time_us,
-        wall,
-        note,
+        time.monotonic() - started,
+        "; ".join([f"at {at}", *report.degenerate]),
     )
 
 
-def _shown(dims: Mapping[str, int]) -> str:
-    return ", ".join(f"{name}={size}" for name, size in dims.items())
+def _shown(sizes: Mapping[str, object]) -> str:
+    return ", ".join(f"{name}={size}" for name, size in sizes.items())
 
 
 def _only_vacuous(report) -> bool:
@@ -292,13 +299,15 @@ def run_coverage(
     timeout: float = DEFAULT_TIMEOUT_S,
     jobs: int = 1,
     cluster: str | None = None,
-    dims: DimsBySpec | None = None,
+    scaled: Mapping[str, Settings] | None = None,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
     row)` hears of each row as it is made, and `progress(0, total, None)` before the first.
     The checks run `jobs` at a time here, or on the Dask cluster at `cluster`
-    (`ptodsl.fanout`); the rows are the same, in the same order, either way."""
+    (`ptodsl.fanout`); the rows are the same, in the same order, either way. `scaled`:
+    per spec stem, the problem constants it is checked at (`read_scaled`); a spec without
+    an entry is checked at its full shape."""
     problems = by_number(problems_dir.glob("*.py"))
     specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
@@ -318,8 +327,8 @@ def run_coverage(
         if len(candidates) == 1:
             rows.append(None)  # its check's row, once the task has run
             spec = candidates[0]
-            sizes = None if dims is None else dims.get(spec.stem)
-            tasks.append(_coverage_task(spec, problem, timeout, in_flight, sizes))
+            settings = None if scaled is None else scaled.get(spec.stem)
+            tasks.append(_coverage_task(spec, problem, timeout, in_flight, settings))
         elif candidates:
             names = ", ".join(p.name for p in candidates)
             rows.append(Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}"))
@@ -347,19 +356,20 @@ def run_coverage(
 
 
 def _coverage_task(
-    spec: Path, problem: Path, timeout: float, launch_jobs: int, dims: Mapping[str, int] | None
+    spec: Path, problem: Path, timeout: float, launch_jobs: int, settings: Settings | None
 ) -> Task[Row]:
-    pair = _pair(spec, problem, dims)
-    memory = _check_memory(pair.spec_text, spec.name, dims)
+    pair = _pair(spec, problem, settings)
+    memory = _check_memory(pair.spec_text, spec.name)
     return Task(check_texts, (pair, timeout, launch_jobs), memory, problem.name)
 
 
-def _check_memory(text: str, name: str, dims: Mapping[str, int] | None = None) -> float:
-    """What the check of the spec will need: its estimate at full shape (or `dims`), or,
-    when that is more than this machine has, about all of it (the check then scales the
-    spec down to fit)."""
+def _check_memory(text: str, name: str) -> float:
+    """What the check of the spec will need: its estimate at full shape, or, when that is
+    more than this machine has, about all of it (the check then scales the spec down to
+    fit). A scaled check's dims are bound in its job: it is admitted at the full shape's
+    estimate, an upper bound for every scale below it."""
     try:
-        compiled = compile_spec(text, name=name, dims=dims)
+        compiled = compile_spec(text, name=name)
     except SpecError:
         return sim_memory.BASE_BYTES  # the row is a spec error, found in no time
     return min(
@@ -416,3 +426,47 @@ def format_table(rows: list[Row], only: Iterable[int] = ()) -> str:
         parts.append(f"{len(rows) - len(counted)} without a spec")
     summary = "; ".join(parts) + "."
     return table + f"\n{summary}\n"
+
+
+def read_scaled(path: Path, specs_dir: Path) -> dict[str, dict[str, str]]:
+    """`coverage --scaled`: the TOML table `path` (`scaled.toml` beside the specs) of spec
+    stems to the problem constants each is checked at: `[19_relu]` then `batch_size = 2`, a
+    tuple as an array (`shape = [4, 8]`). Every entry names a spec in `specs_dir`. Raises
+    ValueError saying what is wrong where."""
+    if not path.is_file():
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise ValueError(f"{path} {what}: --scaled reads a TOML table of spec settings")
+    with path.open("rb") as stream:
+        data = stream.read(MAX_SCALED_BYTES + 1)
+    if len(data) > MAX_SCALED_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_SCALED_BYTES // 1024} KiB: not a table")
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    stems = {spec.stem for spec in specs_dir.glob("*.pto")}
+    scaled = {}
+    for stem, settings in table.items():
+        if not isinstance(settings, dict):
+            raise ValueError(
+                f"{path}: `{stem}` is not a table: write `[{stem}]` and its constants below it"
+            )
+        if stem not in stems:
+            raise ValueError(f"{path}: [{stem}] names no spec in {specs_dir} ({stem}.pto)")
+        try:
+            scaled[stem] = dict(
+                parse_setting(f"{name}={_literal(value)}") for name, value in settings.items()
+            )
+        except ValueError as error:
+            raise ValueError(f"{path}: [{stem}]: {error}") from None
+    return scaled
+
+
+def _literal(value: object) -> str:
+    """A TOML value as the Python literal `--set` takes; an array is a tuple."""
+    if isinstance(value, list):
+        items = [_literal(item) for item in value]
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    if isinstance(value, dict) or not isinstance(value, int | float | str | bool):
+        raise ValueError(f"{value!r} is not a number, a string or an array of those")
+    return repr(value)

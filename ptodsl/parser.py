@@ -96,7 +96,7 @@ class _ToSyntax(Transformer):
         name, size = children
         if isinstance(size, Token):  # a literal size
             return s.DimDecl(str(name), _integer(size), _span(name))
-        return s.DimDecl(str(name), 0, _span(name), computed=size)
+        return s.DimDecl(str(name), 0, _span(name), computed=_size_operand(size))
 
     def size_int(self, meta, children):
         (token,) = children
@@ -168,7 +168,20 @@ class _ToSyntax(Transformer):
         return tuple(child for child in children if child is not None)
 
     def dim_entry(self, meta, children):
-        return tuple(children)
+        """One declared axis: a dim, a size, a dim and a constant (`N + 1`), a product of
+        dims and sizes alone (`G * CG`: logical axes of their own), or any other size
+        expression (`2 * D - 1`, `(G * CG)`): one axis of that size."""
+        (size,) = children
+        if isinstance(size, _Parens):
+            return (_one_axis(size.expr, _span(meta)),)
+        factors = _split_factors(_size_operand(size))
+        if factors is not None:
+            return tuple(_one_axis(factor, factor.span) for factor in factors)
+        return (_one_axis(_size_operand(size), _span(meta)),)
+
+    def size_paren(self, meta, children):
+        (size,) = children
+        return _Parens(_size_operand(size))
 
     def dim_name(self, meta, children):
         return s.DimRef(str(children[0]), None, _span(children[0]))
@@ -192,14 +205,19 @@ class _ToSyntax(Transformer):
         return s.AllAxes(_span(meta))
 
     def slice(self, meta, children):
-        start, stop, *step = children  # `a:b` or `a:b:c` (the step may be left out)
+        # `a:b` or `a:b:c` (the step may be left out); a literal bound is an int, others
+        # expressions of dims and `int` params, sized when the spec is checked
+        start, stop, *step = (_slice_bound(child) for child in children)
         return s.Slice(start, stop, _span(meta), step=step[0] if step else None)
 
-    def signed_int(self, meta, children):
-        return _integer(children[0])
+    def slice_bound(self, meta, children):  # not called: `?slice_bound` inlines a size
+        raise AssertionError("inlined by the grammar")
 
-    def negative_int(self, meta, children):
-        return -_integer(children[0])
+    def negative_bound(self, meta, children):
+        (size,) = children
+        if isinstance(size, Token):
+            return -_integer(size)
+        return s.Binary("sub", s.Number(0.0, "0", _span(meta)), _size_operand(size), _span(meta))
 
     def let_stmt(self, meta, children):
         name, value = children
@@ -370,23 +388,70 @@ def parse(text: str) -> s.Spec:
     return _flatten_dims(spec)
 
 
+@attrs.frozen
+class _Parens:
+    """A parenthesised size expression, kept as such until its dim entry has seen it:
+    `(G * CG)` is one axis where `G * CG` splits."""
+
+    expr: s.Expr
+
+
 def _size_operand(node) -> s.Expr:
-    """A literal size inside a dim's expression, as a Number."""
+    """A size expression's node: a literal size as a Number, parentheses dropped."""
     if isinstance(node, Token):
         return s.Number(float(_integer(node)), str(node), _span(node))
+    if isinstance(node, _Parens):
+        return node.expr
     return node
+
+
+def _slice_bound(node) -> int | s.Expr | None:
+    if node is None or isinstance(node, int):
+        return node
+    if isinstance(node, Token):
+        return _integer(node)
+    return _size_operand(node)
+
+
+def _split_factors(size: s.Expr) -> list[s.Name | s.Number] | None:
+    """The factors of a product of dims and sizes alone, left to right, or None."""
+    if isinstance(size, s.Name | s.Number):
+        return [size]
+    if isinstance(size, s.Binary) and size.op == "mul":
+        lhs, rhs = _split_factors(size.lhs), _split_factors(size.rhs)
+        return lhs + rhs if lhs is not None and rhs is not None else None
+    return None
+
+
+def _one_axis(size: s.Expr, span: Span) -> s.DimRef:
+    """A declared axis of one size: a dim, a literal, a dim plus or minus a literal, or an
+    expression sized when the spec is checked."""
+    if isinstance(size, s.Name):
+        return s.DimRef(size.id, None, size.span)
+    if isinstance(size, s.Number):
+        return s.DimRef(None, int(size.value), size.span)
+    if (
+        isinstance(size, s.Binary)
+        and size.op in ("add", "sub")
+        and isinstance(size.lhs, s.Name)
+        and isinstance(size.rhs, s.Number)
+    ):
+        offset = int(size.rhs.value)
+        return s.DimRef(size.lhs.id, None, span, offset if size.op == "add" else -offset)
+    return s.DimRef(None, None, span, expr=size)
 
 
 def _flatten_dims(spec: s.Spec) -> s.Spec:
     """`dims M = 1, N = 2` parses to one tuple; spread it into separate items, each computed
-    dim's declared size evaluated from the dims before it."""
+    dim's declared size evaluated from the dims before it and the `int` params."""
+    flat = [part for item in spec.items for part in (item if isinstance(item, tuple) else (item,))]
+    params = s.size_params(flat)
     items: list[s.Item] = []
     sizes: dict[str, int] = {}
-    for item in spec.items:
-        for part in item if isinstance(item, tuple) else (item,):
-            if isinstance(part, s.DimDecl):
-                if part.computed is not None:
-                    part = attrs.evolve(part, size=s.computed_size(part, sizes))
-                sizes[part.name] = part.size
-            items.append(part)
+    for part in flat:
+        if isinstance(part, s.DimDecl):
+            if part.computed is not None:
+                part = attrs.evolve(part, size=s.computed_size(part, sizes, params))
+            sizes[part.name] = part.size
+        items.append(part)
     return s.Spec(spec.name, spec.name_span, tuple(items))

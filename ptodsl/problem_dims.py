@@ -12,7 +12,7 @@ all but one factor are known. A size that disagrees names the axis and both size
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -27,11 +27,13 @@ from ptodsl.problems import ProblemError, ProblemRun, Resize, run_problem
 
 @attrs.frozen
 class _Factor:
-    """One factor of a declared axis: a dim (plus `offset`) or a literal size."""
+    """One factor of a declared axis: a dim (plus `offset`), a literal size, or a size
+    expression (`2 * D - 1`: checked once its dims are known, never solved for)."""
 
     name: str | None
     size: int = 0
     offset: int = 0
+    expr: s.Expr | None = None
 
 
 @attrs.frozen
@@ -53,15 +55,16 @@ def bound_dims(
     computed = {
         i.name: i for i in syntax.items if isinstance(i, s.DimDecl) and i.computed is not None
     }
+    params = s.size_params(syntax.items)
     bound: dict[str, tuple[int, str]] = {}
     progress = True
     while progress:
         progress = False
         for name, dim in computed.items():
-            if name not in bound and _operands(dim) <= set(bound):
+            if name not in bound and _names(dim.computed, params) <= set(bound):
                 sizes = {n: size for n, (size, _) in bound.items()}
                 try:
-                    bound[name] = (s.computed_size(dim, sizes), "computed")
+                    bound[name] = (s.computed_size(dim, sizes, params), "computed")
                 except SpecError as error:  # `X // (H - 4)` with H bound to 4
                     raise ProblemError(
                         f"{where}: at the sizes the problem gives, the spec's computed dim "
@@ -69,12 +72,19 @@ def bound_dims(
                     ) from None
                 progress = True
         for axis in axes:
+            solved = _solved_expression(axis, bound, params, computed)
+            if solved is not None:
+                bound[solved[0]] = (solved[1], axis.what)
+                progress = True
+                continue
             unknown = [f for f in axis.factors if f.name is not None and f.name not in bound]
             if len(unknown) != 1 or unknown[0].name in computed:
                 continue  # known already, several unknowns (`N * N` too), or computed
+            if not _sized(axis, bound, params):
+                continue  # an expression of dims not known yet
             (factor,) = unknown
             name = factor.name
-            known = math.prod(_size(f, bound) for f in axis.factors if f.name != name)
+            known = math.prod(_size(f, bound, params) for f in axis.factors if f.name != name)
             if known == 0 or axis.size % known:
                 raise ProblemError(
                     f"{where}: {axis.what}: the problem gives {axis.size}, which the spec's "
@@ -83,7 +93,7 @@ def bound_dims(
             bound[name] = (axis.size // known - factor.offset, axis.what)
             progress = True
     for axis in axes:
-        _expect_size(axis, bound, where)
+        _expect_size(axis, bound, params, where)
     sizes = {name: size for name, (size, _) in bound.items()}
     for name, size in sizes.items():
         if size < 1:
@@ -95,12 +105,14 @@ def bound_dims(
     return {n: size for n, size in sizes.items() if n not in computed}, found
 
 
-def _operands(dim: s.DimDecl) -> set[str]:
-    """The dims a computed dim is computed from."""
-    names, stack = set(), [dim.computed]
+def _names(expr: s.Expr | None, params: Mapping[str, s.Expr]) -> set[str]:
+    """The dims a size expression is computed from (through a param whose value is a dim)."""
+    names, stack = set(), [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, s.Name):
+        if isinstance(node, s.Name) and node.id in params:
+            stack.append(params[node.id])
+        elif isinstance(node, s.Name):
             names.add(node.id)
         elif isinstance(node, s.Binary):
             stack += [node.lhs, node.rhs]
@@ -116,16 +128,60 @@ def problem_dims(
     return bound_dims(lowered.syntax, lowered.checked, run, f"problem {problem}")
 
 
-def _size(factor: _Factor, bound: dict[str, tuple[int, str]]) -> int:
+_MAX_TRIED_SIZES = 1 << 16
+
+
+def _solved_expression(
+    axis: _Axis,
+    bound: dict[str, tuple[int, str]],
+    params: Mapping[str, s.Expr],
+    computed: Mapping[str, s.DimDecl],
+) -> tuple[str, int] | None:
+    """An axis of one size expression with one dim unknown (`2 * D - 1`): that dim's one
+    size giving the problem's size, tried from 1 up; None when no size or several do
+    (`(H - 4) // 2`), or the expression has no single unknown."""
+    if len(axis.factors) != 1 or axis.factors[0].expr is None:
+        return None
+    expr = axis.factors[0].expr
+    unknown = _names(expr, params) - set(bound)
+    if len(unknown) != 1 or unknown <= set(computed):
+        return None
+    (name,) = unknown
+    sizes = {n: size for n, (size, _) in bound.items()}
+    found = []
+    for size in range(1, min(4 * axis.size + 64, _MAX_TRIED_SIZES)):
+        try:
+            if s.size_value(expr, {**sizes, name: size}, params) == axis.size:
+                found.append(size)
+        except SpecError:  # a division by zero at this size
+            continue
+        if len(found) > 1:
+            return None
+    return (name, found[0]) if found else None
+
+
+def _sized(axis: _Axis, bound: dict[str, tuple[int, str]], params: Mapping[str, s.Expr]) -> bool:
+    """Every size expression among the axis's factors can be computed from `bound`."""
+    return all(_names(f.expr, params) <= set(bound) for f in axis.factors if f.expr is not None)
+
+
+def _size(factor: _Factor, bound: dict[str, tuple[int, str]], params: Mapping[str, s.Expr]) -> int:
+    if factor.expr is not None:
+        sizes = {name: size for name, (size, _) in bound.items()}
+        return s.size_value(factor.expr, sizes, params)
     if factor.name is None:
         return factor.size
     return bound[factor.name][0] + factor.offset
 
 
-def _expect_size(axis: _Axis, bound: dict[str, tuple[int, str]], where: str) -> None:
+def _expect_size(
+    axis: _Axis, bound: dict[str, tuple[int, str]], params: Mapping[str, s.Expr], where: str
+) -> None:
     if any(f.name is not None and f.name not in bound for f in axis.factors):
         return  # two unknown factors: the check's own shape comparison judges it
-    size = math.prod(_size(f, bound) for f in axis.factors)
+    if not _sized(axis, bound, params):
+        return  # an expression of dims no shape binds: the check's comparison judges it
+    size = math.prod(_size(f, bound, params) for f in axis.factors)
     if size == axis.size:
         return
     named = [f.name for f in axis.factors if f.name is not None]
@@ -180,6 +236,8 @@ def _tensor_axes(what: str, declared: s.TensorTypeExpr, shape: Sequence[int]) ->
 
 
 def _dim_factor(dim: s.DimRef) -> _Factor:
+    if dim.expr is not None:
+        return _Factor(None, expr=dim.expr)
     if dim.name is None:
         assert dim.size is not None, "a declared axis is a dim or a literal size"
         return _Factor(None, dim.size)

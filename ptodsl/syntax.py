@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -95,10 +95,11 @@ class ListExpr:
 class Slice:
     """`start:stop:step` along one axis; None where the spec leaves a bound out."""
 
-    start: int | None
-    stop: int | None
+    # an int, or a size expression of dims and `int` params (`7 + C_out`) until checked
+    start: int | Expr | None
+    stop: int | Expr | None
     span: Span
-    step: int | None = attrs.field(default=None, kw_only=True)
+    step: int | Expr | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -122,13 +123,14 @@ Expr = Number | Name | Bool | Unary | Binary | Compare | Call | Attribute | List
 
 @attrs.frozen
 class DimRef:
-    """One axis in a declared shape: a dim name (plus `offset`, as in `N + 1`) or a literal
-    size."""
+    """One axis in a declared shape: a dim name (plus `offset`, as in `N + 1`), a literal
+    size, or a size expression of dims and `int` params (`expr`: `2 * D - 1`)."""
 
     name: str | None
     size: int | None
     span: Span
     offset: int = 0
+    expr: Expr | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -153,21 +155,37 @@ class DimDecl:
     computed: Expr | None = None
 
 
-def computed_size(dim: DimDecl, sizes: Mapping[str, int]) -> int:
-    """A computed dim's size given the sizes of the dims before it (`sizes`)."""
+def computed_size(
+    dim: DimDecl, sizes: Mapping[str, int], params: Mapping[str, Expr] | None = None
+) -> int:
+    """A computed dim's size given the sizes of the dims before it (`sizes`) and the spec's
+    size params (`size_params`: `stride`, or `in_channels = C_in`)."""
     assert dim.computed is not None
+    return size_value(dim.computed, sizes, params or {}, f" declared before `{dim.name}`")
+
+
+def size_value(
+    node: Expr, sizes: Mapping[str, int], params: Mapping[str, Expr], where: str = ""
+) -> int:
+    """A size expression's value (+ - * // of integers, dims and `int` params): a computed
+    dim, a declared axis (`2 * D - 1`), a slice bound (`7 + C_out`)."""
 
     def value(node: Expr) -> int:
         if isinstance(node, Number):
             return int(node.value)
         if isinstance(node, Name):
-            if node.id not in sizes:
-                raise SpecError(
-                    f"`{node.id}` is not a dim declared before `{dim.name}`",
-                    node.span,
-                    note="a computed dim is made of the dims before it and integers",
-                )
-            return sizes[node.id]
+            if node.id in sizes:
+                return sizes[node.id]
+            default = params.get(node.id)
+            if isinstance(default, Number):
+                return int(default.value)
+            if isinstance(default, Name) and default.id in sizes:
+                return sizes[default.id]
+            raise SpecError(
+                f"`{node.id}` is not a dim{where} nor an `int` param",
+                node.span,
+                note="a size is made of dims, `int` params and integers",
+            )
         assert isinstance(node, Binary), "the grammar makes nothing else"
         lhs, rhs = value(node.lhs), value(node.rhs)
         if node.op == "floordiv":
@@ -176,7 +194,23 @@ def computed_size(dim: DimDecl, sizes: Mapping[str, int]) -> int:
             return lhs // rhs
         return {"add": lhs + rhs, "sub": lhs - rhs, "mul": lhs * rhs}[node.op]
 
-    return value(dim.computed)
+    return value(node)
+
+
+def size_params(items: Iterable[object]) -> dict[str, Expr]:
+    """The `int` params a computed dim may name, each with its value: an integer or a dim
+    (`param stride: int = 2`, `param in_channels: int = C_in`)."""
+    return {
+        item.name: item.default
+        for item in items
+        if isinstance(item, ParamDecl)
+        and item.type.dtype == "int"
+        and item.type.dims is None
+        and (
+            isinstance(item.default, Name)
+            or (isinstance(item.default, Number) and float(item.default.value).is_integer())
+        )
+    }
 
 
 @attrs.frozen

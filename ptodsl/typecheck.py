@@ -214,6 +214,7 @@ class _TypeChecker:
         self.params: dict[str, ir.Param] = {}
         self.inputs: dict[str, ir.Input] = {}
         self.outputs: dict[str, ir.Output] = {}
+        self.shaped_by_value: set[str] = set()  # outputs declared without a shape
         self.lets: dict[str, ir.Type] = {}
         self.modules: dict[str, ir.Module] = {}
         # per module, its present parameters' attribute -> the weight they are held as
@@ -274,7 +275,8 @@ class _TypeChecker:
                     item.span,
                     note="resize the dims it is computed from",
                 )
-            size = s.computed_size(item, {name: dim.size for name, dim in self.dims.items()})
+            sizes = {name: dim.size for name, dim in self.dims.items()}
+            size = s.computed_size(item, sizes, s.size_params(self.spec.items))
         if size < 1:
             raise SpecError(f"dim `{item.name}` must be at least 1, not {size}", item.span)
         if size > MAX_ELEMENTS:
@@ -333,12 +335,12 @@ class _TypeChecker:
     def fixed_int(
         self, node: s.Expr, expected: str = "an `int` param's value is an integer or a dim"
     ) -> int:
-        """An integer, a dim, a product or exact quotient of those (`G * CG`, `C / G`), or
-        an `int` param."""
-        if isinstance(node, s.Binary) and node.op in ("mul", "div"):
+        """An integer, a dim, an `int` param, or a sum, difference, product or exact quotient
+        of those (`D - 2`, `G * CG`, `C / G`)."""
+        if isinstance(node, s.Binary) and node.op in ("add", "sub", "mul", "div"):
             lhs, rhs = self.fixed_int(node.lhs, expected), self.fixed_int(node.rhs, expected)
-            if node.op == "mul":
-                return lhs * rhs
+            if node.op in ("add", "sub", "mul"):
+                return {"add": lhs + rhs, "sub": lhs - rhs, "mul": lhs * rhs}[node.op]
             if rhs == 0 or lhs % rhs:
                 raise SpecError(f"{lhs} / {rhs} is not a whole number", node.span)
             return lhs // rhs
@@ -565,7 +567,18 @@ class _TypeChecker:
             return node.value
         if argument.kind is kind.NUMBER and isinstance(node, s.Number):
             return node.value
-        raise SpecError(f"`{argument.name}` is {argument.kind.value}", node.span)
+        if argument.kind is kind.NUMBER and isinstance(node, s.Name):
+            # `eps=eps`: a param of ModelNew's constructor, its value when the kernel is built
+            param = self.params.get(node.id)
+            if param is not None and not param.forward and type(param.default) in (int, float):
+                return float(param.default)
+        raise SpecError(
+            f"`{argument.name}` is {argument.kind.value}",
+            node.span,
+            note="a number, or a param of the constructor (`eps=eps`)"
+            if argument.kind is kind.NUMBER
+            else None,
+        )
 
     def size_factors(self, node: s.Expr | None, size: ir.ParamValue) -> tuple[ir.DimFactor, ...]:
         """How a module parameter's axis is spelled: dims' names where the argument names
@@ -585,12 +598,12 @@ class _TypeChecker:
     def item_OutputDecl(self, item: s.OutputDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
         if item.type.dims is None:
-            raise SpecError(
-                f"output `{item.name}` needs a shape",
-                item.type.span,
-                note="write `f32[]` for a 0-d (scalar) result",
-            )
-        output = self.declared_tensor(ir.Output, item)
+            # `output y: f32`: the shape of the value assigned to it (item_Assign)
+            dtype = _dtype(item.type.dtype, item.type.dtype_span)
+            output = ir.Output(item.name, ir.TensorType((), dtype), item.span, ())
+            self.shaped_by_value.add(item.name)
+        else:
+            output = self.declared_tensor(ir.Output, item)
         if output.type.dtype in (ir.DType.I32, ir.DType.BOOL):
             raise SpecError(
                 f"output `{item.name}` is {output.type.dtype.value}: outputs are float or i64",
@@ -643,7 +656,25 @@ class _TypeChecker:
         _check_elements(sizes, type_expr.span)
         return ir.TensorType(sizes, dtype)
 
+    def size_value(self, node: s.Expr) -> int:
+        """A size expression of integers, dims and `int` params (`2 * D - 1`, `7 + C_out`)."""
+        sizes = {name: dim.size for name, dim in self.dims.items()}
+        return s.size_value(node, sizes, s.size_params(self.spec.items))
+
+    def sized_slice(self, cut: s.Slice) -> s.Slice:
+        """A slice with its bounds and step as ints (`x[:, 7 + C_out:]`)."""
+
+        def sized(bound: int | s.Expr | None) -> int | None:
+            return bound if bound is None or isinstance(bound, int) else self.size_value(bound)
+
+        return attrs.evolve(cut, start=sized(cut.start), stop=sized(cut.stop), step=sized(cut.step))
+
     def dim_size(self, dim: s.DimRef) -> int:
+        if dim.expr is not None:
+            size = self.size_value(dim.expr)
+            if size < 1:
+                raise SpecError(f"this axis is {size} long: a dimension is at least 1", dim.span)
+            return size
         if dim.size is not None:
             if dim.size < 1:
                 raise SpecError(f"a dimension must be at least 1, not {dim.size}", dim.span)
@@ -699,6 +730,12 @@ class _TypeChecker:
                 f"output `{item.target}` is a tensor, but this value is a scalar",
                 item.value.span,
             )
+        if item.target in self.shaped_by_value:  # declared without a shape: the value's
+            shape = value.type.shape
+            output = attrs.evolve(
+                output, type=attrs.evolve(output.type, shape=shape), dims=shape, declared=shape
+            )
+            self.outputs[item.target] = output
         declared = attrs.evolve(output.type, shape=output.declared_shape)
         if value.type != output.type and value.type == declared:
             # `output z: f32[N, 3 * B]` takes a [N, 3B] value: its axis splits, as a reshape's
@@ -769,7 +806,7 @@ class _TypeChecker:
         if not isinstance(value.type, ir.TensorType):
             raise SpecError("only a tensor can be sliced", node.value.span)
         shape = value.type.shape
-        slices = self.expand_all_axes(node.slices, len(shape))
+        slices = [self.sized_slice(cut) for cut in self.expand_all_axes(node.slices, len(shape))]
         if len(slices) > len(shape):
             raise SpecError(
                 f"{len(slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span

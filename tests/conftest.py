@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
 from hypothesis import settings
 
+from ptodsl.coverage import SCALED_FILE, by_number, problem_number, read_scaled
+from ptodsl.diagnostics import Source
+from ptodsl.pipeline import lower
+from ptodsl.problems import Resize
 from ptodsl.target import PYPTO_0_2_0
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").rglob("*.pto"))
+EXAMPLES_DIR = ROOT / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.rglob("*.pto"))
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 # A target whose tile limits are tiny: kernels loop (with tails, partial results) at sizes
 # the simulator checks in seconds.
@@ -38,272 +43,75 @@ INTERPRETER_PATTERNS = [
     "1_square_matmul",
     "6_matmul_large_k",
 ]
-CI_DIMS = {
-    "5_matrix_scalar_multiply": {"M": 1024},
-    # products of 256 randn values underflow f32 (about 1e-71): 8 factors keep them visible
-    "50_prod_dim": {"dim1": 8, "dim2": 8},  # dim2 shares its size: both scale (--dim)
-    "33_batch_norm": {"H": 32, "W": 32},
-    "35_group_norm": {"H": 32, "W": 32},
-    "36_rms_norm": {"H": 32, "W": 32},
-    "40_layer_norm": {"H": 32, "W": 32},
-    "34_instance_norm": {"H": 32, "W": 32},
-    "37_frobenius_norm": {"H": 32, "W": 32},
-    # KernelBench's large matmuls, scaled keeping their tails and K loops
-    "2_standard_matmul": {"M": 256, "K": 1024, "N": 512},
-    "4_matrix_vector_multiply": {"M": 64, "K": 70000},
-    "6_matmul_large_k": {"M": 64, "N": 64, "K": 70000},
-    "7_matmul_small_k": {"M": 1024, "N": 1024},
-    "8_matmul_irregular_shapes": {"M": 821, "K": 295, "N": 592},
-    "9_tall_skinny_matmul": {"M": 2048},
-    "10_3d_tensor_matrix_multiply": {"N": 4, "M": 200, "K": 512},
-    # i and l share the size 256, so the problem's constants scale both alike (--dim's rule)
-    "11_4d_tensor_matrix_multiply": {"b": 2, "i": 64, "j": 64, "l": 64},
-    "12_matmul_diagonal": {"N": 1024, "M": 1024},
-    "13_matmul_symmetric": {"N": 1024},
-    "14_matmul_upper_triangular": {"N": 1024},
-    "15_matmul_lower_triangular": {"M": 1024},
-    "16_matmul_transposed_a": {"M": 256, "K": 1024, "N": 512},
-    "18_matmul_transposed_both": {"M": 256, "K": 1024, "N": 512},
-    # pooling: every spatial dim scaled; `pooled` follows torch's rule for the window (#46's
-    # channels keep the size `pooled` shares with them: the problem file cannot tell them apart)
-    "42_max_pool_2d": {"batch_size": 2, "channels": 4, "height": 16, "width": 16, "pooled": 8},
-    "43_max_pool_3d": {
-        **{"batch_size": 2, "channels": 4, "dim1": 16, "dim2": 16, "dim3": 16, "pooled": 6}
-    },
-    "45_avg_pool_2d": {"batch_size": 2, "channels": 4, "height": 32, "width": 32, "pooled": 10},
-    "46_avg_pool_3d": {
-        **{"batch_size": 2, "channels": 8, "depth": 16, "height": 16, "width": 16, "pooled": 8}
-    },
-    # convolutions: batch 2 (4 where it shares its size with a spatial axis), spatial axes
-    # 8 to 40 long; dims of one size scale alike (--dim's rule), outputs follow torch's rule
-    "54_conv3d_square_input_square_kernel": {
-        "N": 2,
-        "D": 8,
-        "H": 8,
-        "W": 8,
-        "C_out": 8,
-        "D_out": 6,
-        "H_out": 6,
-        "W_out": 6,
-    },
-    "55_conv2d_asymmetric_input_square_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 10,
-        "W_out": 18,
-    },
-    "56_conv2d_asymmetric_input_asymmetric_kernel": {
-        "N": 2,
-        "H": 20,
-        "W": 12,
-        "H_out": 18,
-        "W_out": 8,
-    },
-    "57_conv_transpose2d_square_input_square_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 12,
-        "H_out": 14,
-        "W_out": 14,
-    },
-    "58_conv_transpose3d_asymmetric_input_asymmetric_kernel": {
-        "N": 4,
-        "C_in": 8,
-        "D": 4,
-        "H": 8,
-        "W": 8,
-        "C_out": 4,
-        "D_out": 6,
-        "H_out": 12,
-        "W_out": 14,
-    },
-    "59_conv3d_asymmetric_input_square_kernel": {
-        "N": 2,
-        "D": 20,
-        "H": 20,
-        "D_out": 18,
-        "H_out": 18,
-    },
-    "60_conv3d_square_input_asymmetric_kernel": {
-        "N": 2,
-        "D": 8,
-        "H": 8,
-        "W": 8,
-        "C_out": 8,
-        "D_out": 6,
-        "H_out": 4,
-        "W_out": 2,
-    },
-    "61_conv_transpose3d_square_input_square_kernel": {
-        "N": 2,
-        "D": 8,
-        "H": 8,
-        "W": 8,
-        "D_out": 10,
-        "H_out": 10,
-        "W_out": 10,
-    },
-    "62_conv2d_square_input_asymmetric_kernel": {
-        "N": 2,
-        "H": 20,
-        "W": 20,
-        "H_out": 18,
-        "W_out": 16,
-    },
-    "63_conv2d_square_input_square_kernel": {"N": 2, "H": 20, "W": 20, "H_out": 18, "W_out": 18},
-    "64_conv_transpose1d": {"N": 2, "L": 12, "L_out": 14},
-    "65_conv_transpose2d_square_input_asymmetric_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 12,
-        "H_out": 14,
-        "W_out": 16,
-    },
-    "66_conv3d_asymmetric_input_asymmetric_kernel": {
-        "N": 4,
-        "D": 4,
-        "H": 20,
-        "W": 20,
-        "D_out": 2,
-        "H_out": 16,
-        "W_out": 14,
-    },
-    "67_conv1d": {"N": 2, "L": 40, "L_out": 38},
-    "68_conv_transpose3d_square_input_asymmetric_kernel": {
-        "N": 2,
-        "D": 8,
-        "H": 8,
-        "W": 8,
-        "C_out": 8,
-        "D_out": 10,
-        "H_out": 12,
-        "W_out": 12,
-    },
-    "69_conv_transpose2d_asymmetric_input_asymmetric_kernel": {
-        "N": 4,
-        "C_in": 8,
-        "H": 4,
-        "W": 8,
-        "H_out": 6,
-        "W_out": 12,
-    },
-    "70_conv_transpose3d_asymmetric_input_square_kernel": {
-        "N": 4,
-        "C_in": 8,
-        "D": 4,
-        "H": 8,
-        "W": 8,
-        "C_out": 4,
-        "D_out": 6,
-        "H_out": 10,
-        "W_out": 10,
-    },
-    "71_conv_transpose2d_asymmetric_input_square_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 14,
-        "W_out": 22,
-    },
-    "72_conv_transpose3d_asymmetric_kernel_strided_padded_grouped": {
-        "N": 4,
-        "C_in": 8,
-        "D": 4,
-        "H": 8,
-        "W": 16,
-        "C_out": 16,
-        "D_out": 8,
-        "H_out": 16,
-        "W_out": 32,
-    },
-    "73_conv_transpose3d_square_kernel_strided_padded_grouped": {
-        "N": 4,
-        "C_in": 8,
-        "D": 4,
-        "H": 8,
-        "W": 8,
-        "D_out": 3,
-        "H_out": 11,
-        "W_out": 11,
-    },
-    "74_conv_transpose1d_dilated": {"N": 2, "L": 20, "L_out": 32},
-    "75_conv_transpose2d_strided_grouped_padded_dilated": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 25,
-        "W_out": 58,
-    },
-    "76_conv1d_dilated_strided": {"N": 2, "L": 20, "L_out": 4},
-    "77_conv_transpose3d_padded_dilated_strided": {
-        "N": 4,
-        "C_in": 8,
-        "D": 4,
-        "H": 8,
-        "W": 8,
-        "D_out": 9,
-        "H_out": 17,
-        "W_out": 17,
-    },
-    "78_conv_transpose2d_asymmetric_kernel_padded": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 12,
-        "W_out": 20,
-    },
-    "79_conv_transpose1d_padded_strided_dilated": {"N": 2, "L": 12, "L_out": 25},
-    "80_conv2d_asymmetric_kernel_dilated_padded": {
-        "N": 2,
-        "H": 20,
-        "W": 20,
-        "H_out": 18,
-        "W_out": 20,
-    },
-    "81_conv_transpose2d_dilated_padded_strided": {
-        "N": 2,
-        "H": 8,
-        "W": 12,
-        "C_out": 8,
-    },
-    "82_conv_depthwise2d_square_input_square_kernel": {
-        "N": 2,
-        "H": 20,
-        "W": 20,
-        "H_out": 18,
-        "W_out": 18,
-    },
-    "83_conv_depthwise2d_square_input_asymmetric_kernel": {
-        "N": 2,
-        "H": 20,
-        "W": 20,
-        "H_out": 18,
-        "W_out": 20,
-    },
-    "84_conv_depthwise2d_asymmetric_input_square_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 10,
-        "W_out": 18,
-    },
-    "85_conv_depthwise2d_asymmetric_input_asymmetric_kernel": {
-        "N": 2,
-        "H": 12,
-        "W": 20,
-        "H_out": 10,
-        "W_out": 16,
-    },
-    "86_conv_depthwise_separable_2d": {"N": 2, "H": 20, "W": 20, "H_out": 18, "W_out": 18},
-    "87_conv_pointwise_2d": {"N": 2, "H": 20, "W": 20, "H_out": 20, "W_out": 20},
+# The sizes CI checks KernelBench specs at: the tables beside the specs (`coverage
+# --scaled`), each entry a problem's constants set by name. CI_DIMS[stem] is the dims they
+# bind, read off the resized problem's shapes as `check --set` binds them.
+SCALED_LEVELS = {
+    EXAMPLES_DIR / "kernelbench": ROOT / "tests" / "problems" / "kernelbench",
+    EXAMPLES_DIR / "kernelbench-level2": ROOT / "tests" / "problems" / "kernelbench-level2",
 }
-# KernelBench level 2: every spec's CI dims (`{}`: its full shape, small enough), in the file
-# `ptodsl coverage --dims` reads too. Batch 2 to 32, narrower layers, spatial extents 4 to
-# 16; a size the problem derives a tuple from (scale_shape = (out_features,)) or a product
-# (out_features = G * CG) keeps its own: --dim rescales plain int constants only.
-LEVEL2_DIMS_FILE = ROOT / "tests" / "kernelbench_level2_dims.json"
-CI_DIMS.update(json.loads(LEVEL2_DIMS_FILE.read_text(encoding="utf-8")))
+
+
+def _scaled_tables() -> dict[str, tuple[dict[str, str], Path]]:
+    tables = {}
+    for specs, problems in SCALED_LEVELS.items():
+        problem_by_number = {n: paths[0] for n, paths in by_number(problems.glob("*.py")).items()}
+        for stem, constants in read_scaled(specs / SCALED_FILE, specs).items():
+            tables[stem] = (constants, problem_by_number[problem_number(Path(stem))])
+    return tables
+
+
+CI_SCALED = _scaled_tables()  # spec stem -> (the problem's constants set, the problem file)
+
+
+def ci_resize(stem: str) -> Resize:
+    """How CI resizes the problem of the spec `stem` (`check --set`)."""
+    return Resize(constants=CI_SCALED[stem][0])
+
+
+class _BoundDims(Mapping[str, dict[str, int]]):
+    """Spec stem -> its CI dims, bound from the resized problem the first time asked (in
+    this process: the problem files are our own)."""
+
+    def __init__(self) -> None:
+        self._bound: dict[str, dict[str, int]] = {}
+
+    def __getitem__(self, stem: str) -> dict[str, int]:
+        if stem not in self._bound:
+            constants, problem = CI_SCALED[stem]
+            self._bound[stem] = _bind(EXAMPLE_BY_STEM[stem], problem, constants)
+        return self._bound[stem]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CI_SCALED)
+
+    def __len__(self) -> int:
+        return len(CI_SCALED)
+
+
+def _bind(spec: Path, problem: Path, constants: dict[str, str]) -> dict[str, int]:
+    from ptodsl import _problem_worker
+    from ptodsl.problem_dims import bound_dims
+    from ptodsl.problems import ProblemRun
+
+    request = {
+        "problem": str(problem), "seed": 0, "sizes": {}, "constants": constants, "model_new": None
+    }  # fmt: skip
+    given = _problem_worker.run(request, [], [])
+    run = ProblemRun(
+        init_values=given["init_values"],
+        inputs=given["inputs"],
+        parameters=[],
+        expected=None,
+        scaled=given["scaled"],
+        shapes=given["shapes"],
+    )
+    lowered = lower(Source(spec.read_text(encoding="utf-8"), spec.name), until="check")
+    dims, _ = bound_dims(lowered.syntax, lowered.checked, run, f"problem {problem}")
+    return dims
+
+
+CI_DIMS = _BoundDims()
 # Examples ptodsl refuses at their full shape, with what the refusal says: the example tests
 # compile them at their CI dims, and test_examples checks that the refusal stands (a fix
 # turns that test red, to take the example off this list).

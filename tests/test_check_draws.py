@@ -12,7 +12,7 @@ import sys
 
 import pytest
 import torch
-from conftest import LEVEL2_DIMS_FILE, ROOT
+from conftest import CI_DIMS, ROOT, ci_resize
 
 import ptodsl
 from ptodsl import ir
@@ -242,16 +242,10 @@ def level2(number: int):
 
 
 def level2_check(number: int, kernel_path=None):
-    import json
-
-    from ptodsl.checking import problem_rescale
-
     spec, problem = level2(number)
     text = spec.read_text(encoding="utf-8")
-    dims = json.loads(LEVEL2_DIMS_FILE.read_text(encoding="utf-8"))[spec.stem]
-    declared = ptodsl.compile(text, name=spec.name, tuning=None).lowered.syntax.declared_dims
-    small = ptodsl.compile(text, name=spec.name, dims=dims, tuning=None)
-    resize = problem_rescale(declared, dims)
+    small = ptodsl.compile(text, name=spec.name, dims=CI_DIMS[spec.stem], tuning=None)
+    resize = ci_resize(spec.stem)
     return small, run_check(small, kernel_path=kernel_path, against=problem, resize=resize)
 
 

@@ -37,7 +37,7 @@ CASES = {
     "unknown_dim": HEADER + "input x: f32[M, K]\n",
     "unknown_domain": HEADER + "input x: f32[M, N] in happy\n",
     "scalar_input_domain": HEADER + "input s: f32 in positive\n",
-    "output_without_shape": HEADER + "output y: f32\n",
+    "output_shaped_by_a_scalar": HEADER + "output y: f32\ny = 2.0\n",
     "no_output": HEADER + "input x: f32[M, N]\n",
     "output_never_assigned": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n",
     "int_param_without_value": HEADER + "param dim: int\n",
@@ -62,6 +62,8 @@ CASES = {
     "output y: f32[N]\ny = fc.bais\n",
     "module_missing_bias": HEADER + "input x: f32[M, N]\nweight fc: linear(M, N, bias=false)\n"
     "output y: f32[N]\ny = fc.bias\n",
+    "module_number_from_an_input": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N, "
+    "eps=x)\noutput y: f32[M, N]\ny = x * gn.weight\n",
     "module_not_callable": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N)\n"
     "output y: f32[M, N]\ny = gn(x)\n",
     "matmul_contracts_split_axis": HEADER + "input a: f32[M, 2 * N]\ninput b: f32[16, N]\n"

@@ -9,10 +9,10 @@ import threading
 
 import pytest
 import torch
-from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT
+from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT, ci_resize
 
 import ptodsl
-from ptodsl.checking import compare, problem_case, problem_rescale
+from ptodsl.checking import compare, problem_case
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.draws import seeded_draw
 from ptodsl.interpret import CostOnly, _Launches, launches_in_flight, overlaps
@@ -47,7 +47,7 @@ def test_forward_in_the_simulator_returns_the_problems_values(stem, simulator, c
     spec = SPECS / f"{stem}.pto"
     dims = CI_DIMS.get(stem)  # the large shapes scaled, as CI checks them
     compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name, dims=dims)
-    resize = problem_rescale(compiled.lowered.syntax.declared_dims, dims) if dims else None
+    resize = ci_resize(stem) if dims else None
     case = problem_case(compiled, PROBLEMS / f"{stem}.py", seeded_draw(0), resize=resize)
     checked = compiled.lowered.checked
     arguments, state = case.forward_and_state(checked)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CI_DIMS, ROOT, ruff_check
+from conftest import CI_DIMS, ROOT, ci_resize, ruff_check
 
 import ptodsl
 from ptodsl import ir
@@ -16,11 +16,10 @@ from ptodsl.checking import (
     compare,
     evaluate_reference,
     problem_case,
-    problem_rescale,
     run_check,
 )
 from ptodsl.codegen import emit_kernelbench
-from ptodsl.coverage import by_number, run_coverage
+from ptodsl.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
 from ptodsl.draws import seeded_draw
 from ptodsl.simulator import SimulationError, run_model
 
@@ -31,6 +30,7 @@ PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
 LISTED = {1, 3, 5, 17, 19, 20, 21, 23, 27, 31, 32, 33, 35, 36, 40, 47, 48, 49, 94, 98, 99, 100}
 SPEC_BY_NUMBER = {n: paths[0] for n, paths in by_number(SPECS.glob("*.pto")).items()}
 PROBLEM_BY_NUMBER = {n: paths[0] for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
+SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
 
 
 def compile_spec(path, dims=None):
@@ -63,7 +63,7 @@ def test_spec_means_what_the_problem_computes(number):
     resize = None
     elements = sum(t.type.size for t in (*kernel.inputs, *kernel.outputs))
     if elements > FULL_SHAPE_ELEMENTS or ir.convolution_macs(kernel) > FULL_SHAPE_MACS:
-        compiled, resize = compile_spec(spec, CI_DIMS[spec.stem]), ci_rescale(number)
+        compiled, resize = compile_spec(spec, CI_DIMS[spec.stem]), ci_resize(spec.stem)
     case = problem_case(compiled, PROBLEM_BY_NUMBER[number], seeded_draw(0), resize=resize)
     ours = evaluate_reference(compiled, case.inputs, case.init_kwargs, case.forward_scalars)
     for output, mine, theirs in zip(compiled.kernel.outputs, ours, case.expected, strict=True):
@@ -76,13 +76,6 @@ def test_spec_means_what_the_problem_computes(number):
 # ... and above this many multiply-adds of its convolutions in float64 (#58 at full shape:
 # 39 G, about a minute of torch on one core).
 FULL_SHAPE_MACS = 1 << 30
-
-
-def ci_rescale(number):
-    """The problem's size constants scaled like the spec's CI_DIMS (`check --dim`)."""
-    spec = SPEC_BY_NUMBER[number]
-    dims = CI_DIMS.get(spec.stem, {})
-    return problem_rescale(compile_spec(spec).lowered.syntax.declared_dims, dims)
 
 
 # The slowest checks at CI dims, run by `make test-slow`: #72's 4 groups of 105 taps take
@@ -101,12 +94,15 @@ SLOW_SIM = {72, 3, 4, 6, 14, 15, 17}
     ],
 )
 def test_check_against_the_problem_passes_in_pypto_sim(number):
-    spec = SPEC_BY_NUMBER[number]
-    compiled = compile_spec(spec, CI_DIMS.get(spec.stem))
-    report = run_check(compiled, against=PROBLEM_BY_NUMBER[number], resize=ci_rescale(number))
-    assert report.ok, report.to_json()
-    assert bool(report.scaled) == (spec.stem in CI_DIMS)
-    assert (report.verify == "graph" or report.passes) and report.sim_time_us > 0
+    """`ptodsl coverage tests/problems/kernelbench --scaled`, one problem at a time: the
+    specs in the table beside them at the problem constants it sets, the others at full
+    shape."""
+    (row,) = run_coverage(PROBLEMS, SPECS, only=[number], scaled=SCALED)
+    assert row.verdict == "PASS", row
+    assert row.sim_time_us > 0
+    stem = SPEC_BY_NUMBER[number].stem
+    # at full shape, no fallback (a halved shape) either
+    assert row.note.startswith("at set ") if stem in SCALED else row.note == "", row.note
 
 
 def spec_variant(tmp_path, number, old, new, dims=None):
@@ -162,7 +158,7 @@ def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     ignoring = tmp_path / "ignores_weight.py"
     ignoring.write_text(multiply.sub("", compiled.source, count=1), encoding="utf-8")
     assert ignoring.read_text(encoding="utf-8") != compiled.source
-    problem, resize = PROBLEM_BY_NUMBER[33], ci_rescale(33)
+    problem, resize = PROBLEM_BY_NUMBER[33], ci_resize("33_batch_norm")
     report = run_check(compiled, kernel_path=ignoring, against=problem, resize=resize)
     assert not report.ok and report.outputs[0].mismatched
     # a spec that ignores the weight no longer means the problem: said before any kernel runs

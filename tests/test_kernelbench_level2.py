@@ -6,25 +6,25 @@ without the originals at hand."""
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
+from types import ModuleType
 
 import pytest
 import torch
-from conftest import LEVEL2_DIMS_FILE, ROOT
+from conftest import CI_DIMS, ROOT, ci_resize
 
 import ptodsl
-from ptodsl.checking import problem_rescale
-from ptodsl.coverage import by_number, run_coverage
+from ptodsl.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
 from ptodsl.files import import_file
+from ptodsl.problems import rewritten_problem
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level2"
 PROBLEM_BY_NUMBER = {n: paths for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
 SPECS = ROOT / "examples" / "kernelbench-level2"
 SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
-LEVEL2_DIMS = json.loads(LEVEL2_DIMS_FILE.read_text(encoding="utf-8"))
+SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
 # The problems whose output is the same whatever their inputs and weights (their own files
 # compute it: #13 2 tanh(1), a softmax over one channel; #66 ones, a softmax over one
 # column; #80 and #83 zeros): `check` calls them DEGENERATE.
@@ -65,12 +65,13 @@ def test_a_level_2_problem_runs_and_is_deterministic(number):
 
 
 def test_every_level_2_problem_has_its_spec():
-    """Each of the 100 problems has one spec, named as its problem file, and CI dims."""
+    """Each of the 100 problems has one spec, named as its problem file, and an entry in
+    the table of the sizes CI checks it at."""
     assert sorted(SPEC_BY_NUMBER) == list(range(1, 101))
     for number, (spec,) in SPEC_BY_NUMBER.items():
         (problem,) = PROBLEM_BY_NUMBER[number]
         assert spec.stem == problem.stem
-    assert set(LEVEL2_DIMS) == {spec.stem for (spec,) in SPEC_BY_NUMBER.values()}
+    assert set(SCALED) == {spec.stem for (spec,) in SPEC_BY_NUMBER.values()}
 
 
 # CI's time (45 minutes on 2 cores) holds the coverage of half the problems, about 15 s each:
@@ -86,28 +87,38 @@ IN_CI = {n for n in PROBLEM_BY_NUMBER if n % 2 == 1} | DEGENERATE
         for n in sorted(PROBLEM_BY_NUMBER)
     ],
 )
-def test_a_level_2_problem_passes_coverage_at_its_ci_dims(number):
+def test_a_level_2_problem_passes_coverage_scaled(number):
     """`ptodsl coverage tests/problems/kernelbench-level2 --specs examples/kernelbench-level2
-    --dims tests/kernelbench_level2_dims.json`, one problem at a time: each spec passes
-    `check --against` its problem at its CI dims (the problem's size constants scaled
-    alike), in pypto's SIM; a problem whose output is constant whatever its inputs and
-    weights is DEGENERATE, and only those listed here are."""
-    (row,) = run_coverage(PROBLEMS, SPECS, only=[number], dims=LEVEL2_DIMS)
+    --scaled`, one problem at a time: each spec passes `check --against` its problem with
+    the problem's constants set as `scaled.toml` says, in pypto's SIM; a problem whose
+    output is constant whatever its inputs and weights is DEGENERATE, and only those listed
+    here are."""
+    (row,) = run_coverage(PROBLEMS, SPECS, only=[number], scaled=SCALED)
     assert row.verdict == ("DEGENERATE" if number in DEGENERATE else "PASS"), row
 
 
 def test_coverage_of_level_2_reports_a_degenerate_problem_and_passes(tmp_path):
     """The command as a user runs it, over a GEMM problem and #66 (a softmax over one
-    column: ones whatever the inputs), whose row says why."""
+    column: ones whatever the inputs), whose row says why; each row says what ran scaled."""
     command = [
         sys.executable, "-m", "ptodsl", "coverage", str(PROBLEMS), "--specs", str(SPECS),
-        "--dims", str(LEVEL2_DIMS_FILE), "--only", "63", "66",
+        "--scaled", "--only", "63", "66",
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "| PASS" in result.stdout and "| DEGENERATE" in result.stdout
     assert "it reduces axes of size 1" in result.stdout
+    # what ran scaled: the problem's constants as set, and the dims they bound
+    assert "at set batch_size=32, in_features=256, out_features=128 (dims " in result.stdout
     assert "1 of 2 problems pass; 1 degenerate" in result.stdout
+
+
+def scaled_problem(problem, stem: str) -> ModuleType:
+    """The problem file run with its constants set as CI sets them (`check --set`)."""
+    tree, _ = rewritten_problem(problem, problem.read_text("utf-8"), ci_resize(stem).constants)
+    module = ModuleType(f"level2_harness_{stem}")
+    exec(compile(tree, str(problem), "exec"), module.__dict__)  # noqa: S102 - our own problem
+    return module
 
 
 # Issue 40's problems that one kernel could not hold (a 3-D convolution then channel-wise
@@ -122,16 +133,11 @@ def test_a_level_2_spec_is_a_drop_in_under_a_seeded_harness(number, monkeypatch)
     """KernelBench's protocol at the CI dims: `torch.manual_seed(s); Model(*init)`, then
     `torch.manual_seed(s); ModelNew(*init)`, no weights copied, the same inputs, outputs
     `allclose` at 1e-2 (ModelNew in pypto's SIM, its outputs from ptodsl's interpreter)."""
-    from ptodsl._problem_worker import _rescale
-
     (spec,) = SPEC_BY_NUMBER[number]
     (problem,) = PROBLEM_BY_NUMBER[number]
     text = spec.read_text(encoding="utf-8")
-    dims = LEVEL2_DIMS[spec.stem]
-    whole = ptodsl.compile(text, name=spec.name, tuning=None)
-    compiled = ptodsl.compile(text, name=spec.name, dims=dims, tuning=None)
-    module = import_file(problem, f"level2_harness_{number}")
-    _rescale(module, problem_rescale(whole.lowered.syntax.declared_dims, dims).sizes)
+    compiled = ptodsl.compile(text, name=spec.name, dims=CI_DIMS[spec.stem], tuning=None)
+    module = scaled_problem(problem, spec.stem)
     monkeypatch.setenv("AIKG_PYPTO_RUN_MODE", "1")
     for seed in (0, 1):
         init = module.get_init_inputs()

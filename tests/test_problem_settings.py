@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import torch
 from conftest import ROOT
 
+from ptodsl.coverage import read_scaled
 from ptodsl.diagnostics import Source
 from ptodsl.pipeline import lower
 from ptodsl.problem_dims import bound_dims
@@ -283,6 +285,43 @@ def test_a_computed_dim_cannot_be_resized():
         compiled_kernel(COMPUTED, {"H_out": 3})
 
 
+WITH_PARAMS = """kernel strided
+dims N = 2, C = 3, H = 16
+dims H_out = (H + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+dims C2 = channels * 2
+param channels: int = C
+param kernel_size: int = 3
+param stride: int = 2
+param padding: int = 1
+param dilation: int = 1
+param scale: f32 = 2.0
+input x: f32[N, H]
+output y: f32[N, H_out]
+y = x[:, ::2] * 2.0
+"""
+
+
+def test_a_computed_dim_takes_int_params_and_params_standing_for_dims():
+    """torch's output-size formula written with the module's own arguments; a param whose
+    value is a dim (`channels = C`) counts as that dim, when the spec is compiled and when
+    its dims are bound from a problem."""
+    sizes = {d.name: d.size for d in compiled_kernel(WITH_PARAMS).dims}
+    assert sizes == {"N": 2, "C": 3, "H": 16, "H_out": 8, "C2": 6}
+    sizes = {d.name: d.size for d in compiled_kernel(WITH_PARAMS, {"H": 13, "C": 5}).dims}
+    assert (sizes["H_out"], sizes["C2"]) == (7, 10)
+    syntax, kernel = checked(WITH_PARAMS)
+    dims, found = bound_dims(syntax, kernel, run_giving(torch.zeros(2, 13), outputs=[(2, 7)]), "p")
+    assert dims == {"N": 2, "H": 13}
+    assert "H_out = 7 (computed)" in found
+
+
+def test_a_computed_dim_names_only_dims_and_int_params():
+    from ptodsl.diagnostics import SpecError
+
+    with pytest.raises(SpecError, match="`scale` is not a dim declared before `C2` nor an `int`"):
+        compiled_kernel(WITH_PARAMS.replace("C2 = channels * 2", "C2 = scale * 2"))
+
+
 def test_dims_bound_from_a_problem_recompute_the_computed_ones():
     syntax, kernel = checked(COMPUTED)
     dims, found = bound_dims(syntax, kernel, run_giving(torch.zeros(2, 13), outputs=[(2, 7)]), "p")
@@ -296,10 +335,11 @@ def test_dims_bound_from_a_problem_recompute_the_computed_ones():
 
 
 def test_a_level_2_problem_is_checked_small_by_set_alone():
-    """#100 (a strided, padded ConvTranspose3d) declares its output extents as expressions:
-    --set makes the problem small, and the spec follows without a --dim."""
+    """#100 (a strided, padded ConvTranspose3d) declares its output extents as torch computes
+    them, from its int params: --set makes the problem small, and the spec follows without a
+    --dim."""
     spec = LEVEL2_SPECS / "100_ConvTranspose3d_Clamp_Min_Divide.pto"
-    assert "D_out = (D - 1) * 2" in spec.read_text(encoding="utf-8")
+    assert "D_out = (D - 1) * stride - 2 * padding + kernel_size" in spec.read_text("utf-8")
     sets = "batch_size=2 in_channels=3 out_channels=2 depth=3 height=4 width=5".split()
     problem = LEVEL2 / "100_ConvTranspose3d_Clamp_Min_Divide.py"
     arguments = [a for s in sets for a in ("--set", s)]
@@ -319,3 +359,159 @@ def test_a_computed_dim_dividing_by_zero_at_the_problems_sizes_is_a_problem_erro
         "p: at the sizes the problem gives, the spec's computed dim `H_out` (line 3): "
         "division by zero"
     )
+
+
+# `coverage --scaled`: the table beside the specs (scaled.toml) of the constants each spec's
+# problem is checked at.
+def scaled_table(tmp_path, text: str, stems=("19_relu",)) -> Path:
+    for stem in stems:
+        (tmp_path / f"{stem}.pto").write_text("", encoding="utf-8")
+    table = tmp_path / "scaled.toml"
+    table.write_text(text, encoding="utf-8")
+    return table
+
+
+def test_a_scaled_table_gives_each_spec_its_settings_as_set_takes_them(tmp_path):
+    table = scaled_table(
+        tmp_path,
+        '[19_relu]\nbatch_size = 2\nshape = [4, 8]\none = [3]\n"Model.scale" = 0.5\nname = "x"\n'
+        "[20_leaky]\n",
+        stems=("19_relu", "20_leaky"),
+    )
+    scaled = read_scaled(table, tmp_path)
+    assert scaled == {
+        "19_relu": {
+            "batch_size": "2",
+            "shape": "(4, 8)",
+            "one": "(3,)",
+            "Model.scale": "0.5",
+            "name": "'x'",
+        },
+        "20_leaky": {},  # an empty entry: the full shape
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[19_relu]\nbatch_size = \n", "scaled.toml: Invalid value (at line 2, column 14)"),
+        ("[18_gelu]\nbatch_size = 2\n", "[18_gelu] names no spec in"),
+        ("19_relu = 2\n", "`19_relu` is not a table: write `[19_relu]`"),
+        ("[19_relu]\nx = {a = 1}\n", "[19_relu]: {'a': 1} is not a number"),
+        ('[19_relu]\n"2x" = 1\n', "[19_relu]: expected NAME=VALUE"),
+    ],
+)
+def test_a_wrong_scaled_table_says_what_is_wrong_where(tmp_path, text, message):
+    with pytest.raises(ValueError) as error:
+        read_scaled(scaled_table(tmp_path, text), tmp_path)
+    assert message in str(error.value)
+
+
+def test_coverage_scaled_without_its_table_is_a_usage_error(tmp_path):
+    (tmp_path / "problems").mkdir()
+    (tmp_path / "specs").mkdir()
+    result = ptodsl("coverage", tmp_path / "problems", "--specs", tmp_path / "specs", "--scaled")
+    assert result.returncode == 2, result.stderr
+    assert "scaled.toml does not exist: --scaled reads a TOML table" in result.stderr
+    assert "Traceback" not in result.stderr
+    fifo = tmp_path / "table.toml"
+    os.mkfifo(fifo)  # never opened: a FIFO is not a table
+    result = ptodsl(
+        "coverage", tmp_path / "problems", "--specs", tmp_path / "specs", "--scaled", fifo
+    )
+    assert result.returncode == 2 and "is not a regular file" in result.stderr
+
+
+# ---- size expressions in shapes, reshapes and slices ----------------------------------
+
+ARITHMETIC = """kernel arith
+dims N = 4, D = 8, C = 6
+param k: int = 3
+input x: f32[N, 2 * D - 1]
+input g: f32[N, 2 * C]
+input w: f32[N, (2 * C)]
+output y: f32[N, D - k + 1]
+output z: f32[N, (D - 1 + 1) // 2]
+output h: f32[N, (C * 2)]
+y = x[:, D - 2:2 * D - 1 - (k - 1)][:, :D - k + 1] * 2.0
+z = x[:, -(D - 1):][:, ::2]
+h = w.reshape(N, C * 2 - 0) + g.reshape(N, 2 * C)
+"""
+
+
+def test_every_size_expression_form_in_shapes_reshapes_and_slices():
+    """`2 * D - 1` is one axis (not the split `[2, D - 1]`), a product of dims and sizes
+    alone still splits (`2 * C`: logical axes 2 and C), parentheses make it one axis;
+    reshape sizes and slice bounds take dims and `int` params too."""
+    kernel = compiled_kernel(ARITHMETIC)
+    shapes = {t.name: t.type.shape for t in (*kernel.inputs, *kernel.outputs)}
+    assert shapes == {
+        "x": (4, 15), "g": (4, 2, 6), "w": (4, 12), "y": (4, 6), "z": (4, 4), "h": (4, 12)
+    }  # fmt: skip
+    resized = compiled_kernel(ARITHMETIC, {"D": 5})
+    assert {t.name: t.type.shape for t in resized.outputs}["y"] == (4, 3)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("f32[N, 2 * D - 1]", "f32[N, 2 * E - 1]", "`E` is not a dim nor an `int` param"),
+        ("f32[N, (D - 1 + 1) // 2]", "f32[N, (D - 8) // 2]", "this axis is 0 long"),
+        ("x[:, D - 2:", "x[:, D - q:", "`q` is not a dim nor an `int` param"),
+    ],
+)
+def test_a_size_expression_that_cannot_be_sized_is_an_error(old, new, message):
+    from ptodsl.diagnostics import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        compiled_kernel(ARITHMETIC.replace(old, new))
+
+
+def test_a_dim_under_a_size_expression_is_bound_from_the_problem():
+    """`x: f32[N, 2 * D - 1]` given [2, 9]: D = 5, the one size that fits; `(H - 4) // 2`
+    fits two sizes and binds nothing."""
+    syntax, kernel = checked(ARITHMETIC)
+    run = run_giving(torch.zeros(2, 9), torch.zeros(2, 2, 6), torch.zeros(2, 12))
+    dims, found = bound_dims(syntax, kernel, run, "p")
+    assert dims == {"N": 2, "D": 5, "C": 6}
+    assert "D = 5 (input `x`, axis 1)" in found
+    floor = "kernel floor\ndims N = 2, D = 10\ninput x: f32[N, (D - 4) // 2]\n"
+    syntax, kernel = checked(floor + "output y: f32[N, (D - 4) // 2]\ny = x * 2.0\n")
+    dims, _ = bound_dims(syntax, kernel, run_giving(torch.zeros(2, 3)), "p")
+    assert "D" not in dims
+
+
+# ---- an output's shape left for the compiler ------------------------------------------
+
+
+def test_an_output_without_a_shape_takes_the_shape_of_its_value(tmp_path):
+    """`output y: f32`: #100's output written without its extents is what the declared
+    form is, at any size, and passes `check --against` its problem made small by --set."""
+    spec = LEVEL2_SPECS / "100_ConvTranspose3d_Clamp_Min_Divide.pto"
+    declared = spec.read_text("utf-8")
+    left_out = declared.replace("output y: f32[N, C_out, D_out, H_out, W_out]", "output y: f32")
+    assert left_out != declared
+    for dims in (None, {"D": 3, "N": 2}):
+        (shaped,) = compiled_kernel(declared, dims).outputs
+        (inferred,) = compiled_kernel(left_out, dims).outputs
+        assert inferred.type == shaped.type and inferred.declared == shaped.declared
+    inferred_spec = tmp_path / spec.name
+    inferred_spec.write_text(left_out, encoding="utf-8")
+    sets = "batch_size=2 in_channels=3 out_channels=2 depth=3 height=4 width=5".split()
+    problem = LEVEL2 / "100_ConvTranspose3d_Clamp_Min_Divide.py"
+    arguments = [a for s in sets for a in ("--set", s)]
+    result = ptodsl("check", inferred_spec, "--against", problem, *arguments, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "PASS" and report["outputs"][0]["shape"] == [2, 2, 5, 7, 9]
+
+
+def test_an_output_declared_with_a_shape_is_still_checked_against_its_value():
+    from ptodsl.diagnostics import SpecError
+
+    spec = (LEVEL2_SPECS / "100_ConvTranspose3d_Clamp_Min_Divide.pto").read_text("utf-8")
+    wrong = spec.replace(
+        "output y: f32[N, C_out, D_out, H_out, W_out]", "output y: f32[N, C_out, D_out, H_out, W]"
+    )
+    with pytest.raises(SpecError, match="output `y` is declared f32"):
+        compiled_kernel(wrong)

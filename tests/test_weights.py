@@ -328,3 +328,20 @@ def test_only_a_weight_shadows_a_construction_argument():
         )
     with pytest.raises(ptodsl.SpecError, match="`scale` is already defined"):
         ptodsl.compile(SHADOWED.replace("param  scale: int = 2", "param  scale: f32 = 2.0"))
+
+
+def test_a_modules_numeric_argument_may_be_a_param():
+    """`group_norm(G, C, eps=eps)`, `batch_norm(C, eps=bn_eps, momentum=m)`: a param of
+    the constructor gives its value, as the problem's `nn.GroupNorm(..., eps=eps)` does; a
+    scalar input (known only when forward runs) cannot build a module."""
+    spec = (
+        "kernel norms\ndims N = 4, C = 8\nparam eps: f32 = 1e-3\nparam m: f32 = 0.2\n"
+        "input x: f32[N, C]\nweight gn: group_norm(2, C, eps=eps)\n"
+        "weight bn: batch_norm(C, eps=eps, momentum=m)\noutput y: f32[N, C]\n"
+        "y = x * gn.weight + bn.bias\n"
+    )
+    model = ptodsl.compile(spec).ModelNew()
+    assert (model.gn.eps, model.bn.eps, model.bn.momentum) == (1e-3, 1e-3, pytest.approx(0.2))
+    forward = spec.replace("param eps: f32 = 1e-3", "input eps: f32 = 1e-3")
+    with pytest.raises(ptodsl.SpecError, match="`eps` is a number"):
+        ptodsl.compile(forward)
