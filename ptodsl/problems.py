@@ -234,7 +234,11 @@ def run_problem(
         torch.save(sent, work_dir / WEIGHTS_FILE)
         try:
             returncode = run_worker(
-                "ptodsl._problem_worker", work_dir, timeout=timeout, memory_limit=memory_limit()
+                "ptodsl._problem_worker",
+                work_dir,
+                timeout=timeout,
+                memory_limit=memory_limit(),
+                exit_fast=True,  # its result is closed when it returns
             )
         except WorkerStopped as error:
             hint = " (--timeout sets the limit)" if isinstance(error, WorkerTimeout) else ""

@@ -431,6 +431,10 @@ def _run_worker(
             memory_limit=memory_limit(),
             stall=SLAB_STALL,
             on_poll=on_poll,
+            # pypto's tables are complete once its C streams are flushed (checked against a
+            # normal exit: the same files, sizes and pass verdicts); _pass_results refuses
+            # a truncated one
+            exit_fast=True,
         )
     except WorkerStopped as error:
         raise SimulationError(
@@ -596,6 +600,8 @@ def _pass_results(pypto_output: Path) -> Iterator[PassResult]:
     for report in sorted(pypto_output.glob("*/verify_*/verify_result_brief.csv")):
         with open(report, newline="") as handle:
             for row in csv.DictReader(handle):
+                if None in row.values() or None in row:  # a row cut short, or too long
+                    raise SimulationError(f"pypto's verification table {report.name} is cut short")
                 dtype = row.get("outputDtype", "")
                 values = None
                 if row["verifyResult"] == "FAILED" and dtype in _LOW_PRECISION:

@@ -78,17 +78,21 @@ def run_worker(
     memory_limit: float | None = None,
     stall: Stall | None = None,
     on_poll: Callable[[], None] | None = None,
+    exit_fast: bool = False,
 ) -> int:
     """Runs the worker to completion and returns its exit status (negative: a signal).
     Kills it and raises `WorkerStopped` when it runs past `timeout` seconds, when its
     processes together hold more than `memory_limit` bytes (before the machine runs out
     for everyone), or when its log stalls on `stall`. `on_poll` is called every POLL_S
-    seconds while it runs (progress reports)."""
+    seconds while it runs (progress reports). `exit_fast`: the worker ends without the
+    interpreter's teardown (`ptodsl._zygote`), for a worker whose files are written when its
+    module ends and its C streams are flushed (not one whose libraries write as they
+    unload)."""
     started = time.monotonic()
     log = work_dir / LOG_FILE
     log.write_bytes(b"")
     environment = os.environ if env is None else env
-    worker = _zygote().fork(module, [str(work_dir)], work_dir, environment, log)
+    worker = _zygote().fork(module, [str(work_dir)], work_dir, environment, log, exit_fast)
     with _RUNNING_LOCK:
         _RUNNING.add(worker)
     try:
@@ -164,7 +168,13 @@ class Zygote:
             kill_session(self._process.pid)
 
     def fork(
-        self, module: str, argv: list[str], cwd: Path, env: Mapping[str, str], log: Path
+        self,
+        module: str,
+        argv: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        log: Path,
+        exit_fast: bool = False,
     ) -> Forked:
         with self._changed:
             request_id = self._requests
@@ -176,6 +186,7 @@ class Zygote:
                 "cwd": str(cwd),
                 "env": dict(env),
                 "log": str(log),
+                "exit_fast": exit_fast,
             }
             try:
                 self._process.stdin.write(json.dumps(request).encode() + b"\n")

@@ -74,19 +74,7 @@ def test_every_level_2_problem_has_its_spec():
     assert set(SCALED) == {spec.stem for (spec,) in SPEC_BY_NUMBER.values()}
 
 
-# CI's time (45 minutes on 2 cores) holds the coverage of half the problems, about 15 s each:
-# the odd numbers (16 of issue 40's several-kernel problems among them) and the degenerate
-# ones; `make test-slow` runs the other half.
-IN_CI = {n for n in PROBLEM_BY_NUMBER if n % 2 == 1} | DEGENERATE
-
-
-@pytest.mark.parametrize(
-    "number",
-    [
-        n if n in IN_CI else pytest.param(n, marks=pytest.mark.slow)
-        for n in sorted(PROBLEM_BY_NUMBER)
-    ],
-)
+@pytest.mark.parametrize("number", sorted(PROBLEM_BY_NUMBER))
 def test_a_level_2_problem_passes_coverage_scaled(number):
     """`ptodsl coverage tests/problems/kernelbench-level2 --specs examples/kernelbench-level2
     --scaled`, one problem at a time: each spec passes `check --against` its problem with

@@ -56,6 +56,19 @@ elif request == "stall":
     time.sleep(60)
 elif request == "sleep":
     time.sleep(60)
+elif request.startswith("finish"):  # what a normal exit completes, for exit_fast
+    import atexit, ctypes, threading
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    stream = libc.fopen(str(work / "c_stream.txt").encode(), b"w")
+    libc.fputs(b"written through C's buffer", ctypes.c_void_p(stream))  # never closed
+    atexit.register(lambda: (work / "atexit.txt").write_text("ran"))
+    late = lambda: (time.sleep(0.5), (work / "thread.txt").write_text("done"))
+    threading.Thread(target=late).start()
+    print("unflushed", end="")
+    if request == "finish with a message":
+        sys.exit("the message")
+    sys.exit(5)
 print("done", flush=True)
 """
 
@@ -159,6 +172,21 @@ def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path):
     subprocess.run([sys.executable, "-c", served], timeout=60)
     for pid in map(int, pids.read_text().split()):
         wait_until_gone(pid)
+
+
+@pytest.mark.parametrize(("request_", "status"), [("finish", 5), ("finish with a message", 1)])
+def test_a_worker_ending_fast_completes_what_a_normal_exit_would(fake, tmp_path, request_, status):
+    """`exit_fast` (problem and simulation workers) skips only the interpreter's teardown:
+    the exit status, a `sys.exit` message, a running thread, `atexit` handlers, Python's
+    and C's buffered streams all end as with a normal exit."""
+    assert fake(request_, timeout=30, exit_fast=True) == status
+    work = tmp_path / request_
+    assert (work / "thread.txt").read_text() == "done"
+    assert (work / "atexit.txt").read_text() == "ran"
+    assert (work / "c_stream.txt").read_text() == "written through C's buffer"
+    log = (work / workers.LOG_FILE).read_text()
+    assert "unflushed" in log
+    assert ("the message" in log) == (status == 1)
 
 
 def test_a_worker_that_finishes_returns_its_status(fake):
