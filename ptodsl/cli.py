@@ -297,6 +297,15 @@ def _parser() -> argparse.ArgumentParser:
         "the specs folder); specs without an entry at full shape",
     ).complete = shtab.FILE
     coverage_command.add_argument(
+        "--set",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set constant NAME in every problem file (repeatable; over --scaled's entry); "
+        "a problem that does not assign it fails its row",
+    )
+    coverage_command.add_argument(
         "--json", action="store_true", help="print the rows and the verdict as JSON"
     )
     coverage_command.add_argument(
@@ -677,6 +686,7 @@ def _coverage(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             cluster=_cluster_address(args),
             scaled=scaled,
+            constants=dict(args.set),
         )
     if not rows:
         raise UserError(f"no numbered problem files (such as 19_relu.py) in {args.problems}")

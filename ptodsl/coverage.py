@@ -300,6 +300,7 @@ def run_coverage(
     jobs: int = 1,
     cluster: str | None = None,
     scaled: Mapping[str, Settings] | None = None,
+    constants: Settings | None = None,
 ) -> list[Row]:
     """One row per numbered problem file, duplicates of a number included; a problem without
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
@@ -307,7 +308,8 @@ def run_coverage(
     The checks run `jobs` at a time here, or on the Dask cluster at `cluster`
     (`ptodsl.fanout`); the rows are the same, in the same order, either way. `scaled`:
     per spec stem, the problem constants it is checked at (`read_scaled`); a spec without
-    an entry is checked at its full shape."""
+    an entry is checked at its full shape. `constants` (`--set`) are set in every problem,
+    over what `scaled` sets."""
     problems = by_number(problems_dir.glob("*.py"))
     specs = by_number(specs_dir.glob("*.pto"))
     wanted = set(only)
@@ -328,6 +330,8 @@ def run_coverage(
             rows.append(None)  # its check's row, once the task has run
             spec = candidates[0]
             settings = None if scaled is None else scaled.get(spec.stem)
+            if constants:  # set for every problem, over the table's entry
+                settings = {**(settings or {}), **constants}
             tasks.append(_coverage_task(spec, problem, timeout, in_flight, settings))
         elif candidates:
             names = ", ".join(p.name for p in candidates)

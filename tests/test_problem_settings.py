@@ -515,3 +515,17 @@ def test_an_output_declared_with_a_shape_is_still_checked_against_its_value():
     )
     with pytest.raises(SpecError, match="output `y` is declared f32"):
         compiled_kernel(wrong)
+
+
+def test_coverage_sets_a_constant_in_every_problem_over_the_table():
+    """`coverage --scaled --set batch_size=4`: every problem at batch 4, the table's other
+    constants kept; a constant a problem does not assign fails its row, naming it."""
+    level2 = ["--specs", LEVEL2_SPECS, "--only", "63", "12"]
+    result = ptodsl("coverage", LEVEL2, *level2, "--scaled", "--set", "batch_size=4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("at set batch_size=4, in_features=256, out_features=128") == 2
+    assert "2 of 2 problems pass." in result.stdout
+    result = ptodsl("coverage", LEVEL2, *level2, "--set", "batch=4")
+    assert result.returncode == 1
+    assert result.stdout.count("PROBLEM ERROR: --set batch: problem") == 2
+    assert "assigns no top-level `batch`; its constants: batch_size" in result.stdout
