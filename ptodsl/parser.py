@@ -260,6 +260,7 @@ class _ToSyntax(Transformer):
     size_sub = _size_binary("sub")
     size_mul = _size_binary("mul")
     size_floordiv = _size_binary("floordiv")
+    size_div = _size_binary("div")
     del _size_binary
 
     add = _binary("add")

@@ -188,9 +188,15 @@ def size_value(
             )
         assert isinstance(node, Binary), "the grammar makes nothing else"
         lhs, rhs = value(node.lhs), value(node.rhs)
-        if node.op == "floordiv":
-            if rhs == 0:
-                raise SpecError("division by zero", node.span)
+        if node.op in ("floordiv", "div") and rhs == 0:
+            raise SpecError("division by zero", node.span)
+        if node.op == "div" and lhs % rhs:
+            raise SpecError(
+                f"{lhs} / {rhs} is not a whole number",
+                node.span,
+                note="`/` divides exactly; `//` rounds down, as Python's",
+            )
+        if node.op in ("floordiv", "div"):
             return lhs // rhs
         return {"add": lhs + rhs, "sub": lhs - rhs, "mul": lhs * rhs}[node.op]
 
