@@ -490,6 +490,23 @@ def _row_reductions(kernel: ir.Kernel, statements: list[int]) -> list[ir.Op]:
     ]
 
 
+def _cut_outer_reductions(
+    kernel: ir.Kernel, statements: list[int], shape: tuple[int, ...], tile: tuple[int, ...]
+) -> list[ir.Op]:
+    """The phase's reductions over outer axes only whose reduced extent `tile` cuts."""
+    cut = []
+    for index in statements:
+        for node in ir.walk(kernel.body[index].value):
+            if not (isinstance(node, ir.Op) and node.op in REDUCTIONS):
+                continue
+            operand = node.operands[0].type.shape
+            if len(operand) != len(shape) or len(operand) - 1 in node.attrs.axes:
+                continue
+            if any(tile[axis] < operand[axis] for axis in node.attrs.axes):
+                cut.append(node)
+    return cut
+
+
 def _matrix_tile(matmul: ir.Op, target: Target) -> tuple[int, ...]:
     """The vector tile under which a computed first operand is seen as its [M, K] matrix
     (a reshape, vector work): one for the operand's frame shape. Unused otherwise."""
@@ -634,6 +651,18 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             budget = min(target.spill_safe_tile_elements, phase_target.max_tile_elements)
             spill_safe = attrs.evolve(target, max_tile_elements=budget)
             tile = choose_tile(shape, itemsize, spill_safe, last_axis_cap)
+        cut = _cut_outer_reductions(kernel, indexes, shape, tile)
+        if len(cut) >= 2 and math.prod(tile) >= fitting:
+            # two reductions over outer axes the tile cuts, in a tile that fills UB, fail
+            # pypto 0.2.0's simulator once the phase has many tiles ("hasCall=0
+            # opSequenceAfterOOO_"; logsumexp over the 16 channels of [N, 16, 2048]: tiles
+            # (1, 8, 2048) fail from N = 32; (1, 4, 2048) and (1, 16, 1024) pass at N = 128,
+            # and so do tiles with room to spare, #6's (1, 1, 12600) at full shape)
+            budget = min(target.spill_safe_tile_elements, phase_target.max_tile_elements)
+            spill_safe = attrs.evolve(target, max_tile_elements=budget)
+            tile = choose_tile(
+                shape, itemsize, spill_safe, last_axis_cap, balance_last=not scanned_last
+            )
         joins = _concatenates(kernel, indexes)
         aligned = joins or _stores_a_view(kernel, indexes)
         if row_reductions or aligned or _narrower_last_axis(kernel, indexes, shape):

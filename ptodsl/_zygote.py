@@ -162,10 +162,10 @@ def _exit(code: object) -> NoReturn:
     else:  # `sys.exit("message")`: the message on stderr, status 1
         print(code, file=sys.stderr)
         status = 1
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()  # noqa: SLF001 - what Py_Finalize runs, without the teardown
+    # What Py_Finalize runs first, without the teardown after it: threading's shutdown (it
+    # stops idle thread pools, then joins every non-daemon thread), then atexit's handlers
+    threading._shutdown()  # noqa: SLF001
+    atexit._run_exitfuncs()  # noqa: SLF001
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     ctypes.CDLL(None).fflush(None)

@@ -83,3 +83,23 @@ def test_a_where_over_short_rows_fits_ub_where_the_old_tiling_did_not():
     with pytest.raises(AssertionError):
         assert_plan_within_limits(plan_of(old.kernel))  # judged by the real target
     assert run_check(compiled).ok
+
+
+# Level-2 #43's last kernel at full shape: a logsumexp over 16 channels whose (1, 8, 2048)
+# tile filled UB and cut both reductions (the max and the sum) in two failed pypto 0.2.0's
+# simulator from 32 samples on ("hasCall=0 opSequenceAfterOOO_"), passing at 16.
+CHANNEL_LOGSUMEXP = """kernel channel_logsumexp
+dims N = 32, C = 16, S = 2048
+input x: f32[N, C, S]
+output y: f32[N, 1, S]
+y = relu(logsumexp(x, axis=1, keepdim=true))
+"""
+
+
+def test_two_reductions_cut_in_a_tile_that_fills_ub_take_the_spill_safe_budget():
+    compiled = ptodsl.compile(CHANNEL_LOGSUMEXP, name="case.pto", tuning=None)
+    (phase,) = compiled.kernel.schedule.phases
+    assert math.prod(phase.tile) <= TARGET.spill_safe_tile_elements
+    assert phase.tile[1] < 16  # still cut: the budget, not the cut, was what failed
+    report = run_check(compiled, passes="graph")
+    assert report.ok, report.to_json()

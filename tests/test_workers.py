@@ -65,6 +65,9 @@ elif request.startswith("finish"):  # what a normal exit completes, for exit_fas
     atexit.register(lambda: (work / "atexit.txt").write_text("ran"))
     late = lambda: (time.sleep(0.5), (work / "thread.txt").write_text("done"))
     threading.Thread(target=late).start()
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(2)  # its idle threads wait for a shutdown no one calls
+    pool.submit(print, "pooled")
     print("unflushed", end="")
     if request == "finish with a message":
         sys.exit("the message")
@@ -177,8 +180,9 @@ def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path):
 @pytest.mark.parametrize(("request_", "status"), [("finish", 5), ("finish with a message", 1)])
 def test_a_worker_ending_fast_completes_what_a_normal_exit_would(fake, tmp_path, request_, status):
     """`exit_fast` (problem and simulation workers) skips only the interpreter's teardown:
-    the exit status, a `sys.exit` message, a running thread, `atexit` handlers, Python's
-    and C's buffered streams all end as with a normal exit."""
+    the exit status, a `sys.exit` message, a running thread, an idle thread pool (once a
+    hang), `atexit` handlers, Python's and C's buffered streams all end as with a normal
+    exit."""
     assert fake(request_, timeout=30, exit_fast=True) == status
     work = tmp_path / request_
     assert (work / "thread.txt").read_text() == "done"
