@@ -171,9 +171,10 @@ def run(
         raise ProblemFault(f"Model(...) built {_describe(model)}, not a torch.nn.Module")
     parameters = list(model.parameters())
     described = _described(model)
+    state = _state(model)
     drop_in = None
     if request["model_new"] is not None:
-        drop_in = _drop_in(Path(request["model_new"]), seed, init_values)
+        drop_in = _drop_in(Path(request["model_new"]), seed, init_values, model)
     fits = len(parameters) == len(weights) and all(
         p.shape == w.shape and p.dtype == w.dtype for p, w in zip(parameters, weights, strict=False)
     )
@@ -191,6 +192,7 @@ def run(
         "init_values": init_values,
         "inputs": given,
         "parameters": described,
+        "state": state,
         "expected": expected,
         "weight_scales": scales,
         "scaled": scaled,
@@ -243,15 +245,33 @@ def _described(model: torch.nn.Module) -> list[dict[str, Any]]:
     ]
 
 
-def _drop_in(path: Path, seed: int, init_values: list[Any]) -> dict[str, Any]:
-    """ModelNew built as the harness builds it: seeded again, with the Model's arguments."""
+def _state(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """state_dict's entries: names, shapes and dtypes (parameters and buffers)."""
+    return [
+        {"name": name, "shape": tuple(value.shape), "dtype": str(value.dtype).split(".")[-1]}
+        for name, value in model.state_dict().items()
+    ]
+
+
+def _drop_in(
+    path: Path, seed: int, init_values: list[Any], model: torch.nn.Module
+) -> dict[str, Any]:
+    """ModelNew built as the harness builds it: seeded again, with the Model's arguments;
+    and whether each loads the other's state_dict strictly."""
     try:
         model_new = import_file(path, "ptodsl_model_new").ModelNew
         torch.manual_seed(seed)
         built = model_new(*init_values)
     except Exception as error:  # noqa: BLE001 - reported as the check's failure
         return {"parameters": [], "error": f"{type(error).__name__}: {error}"}
-    return {"parameters": _described(built), "error": None}
+    loads = []
+    for loader, source, what in ((built, model, "ModelNew"), (model, built, "Model")):
+        try:
+            copy.deepcopy(loader).load_state_dict(source.state_dict(), strict=True)
+        except Exception as error:  # noqa: BLE001 - reported as the check's failure
+            other = "Model" if what == "ModelNew" else "ModelNew"
+            loads.append(f"{what}.load_state_dict({other}().state_dict(), strict=True): {error}")
+    return {"parameters": _described(built), "error": None, "loads": loads}
 
 
 if __name__ == "__main__":

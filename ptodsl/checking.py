@@ -13,7 +13,7 @@ import functools
 import math
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -576,6 +576,7 @@ def problem_cases(
     )
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
+    _check_state(checked, run, where)
     _check_parameters(checked, run, where, expect_drop_in=own_inputs)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
     assert run.weight_scales is not None
@@ -787,6 +788,37 @@ def _check_parameters(
             "__init__ creates them, each as it creates it (`= randn`, `= rand * 0.02`, "
             "`= 2.0`, `linear(in, out)`)"
         )
+
+
+def _check_state(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
+    """ModelNew's state_dict has exactly the Model's entries (names, shapes, dtypes), so
+    each loads the other's strictly; when the worker built ModelNew, it tried both."""
+    spec = {e.name: e for e in modules.state_entries(checked)}
+    model = {e.name: e for e in run.state}
+
+    def listed(entries: Iterable[modules.StateEntry]) -> str:
+        return ", ".join(f"`{e.name}` {e.dtype} {list(e.shape)}" for e in entries)
+
+    faults = []
+    if missing := [e for name, e in model.items() if name not in spec]:
+        faults.append(f"the Model has {listed(missing)}, ModelNew does not")
+    if extra := [e for name, e in spec.items() if name not in model]:
+        faults.append(f"ModelNew has {listed(extra)}, the Model does not")
+    for name, entry in spec.items():
+        theirs = model.get(name)
+        if theirs is not None and (theirs.shape, theirs.dtype) != (entry.shape, entry.dtype):
+            faults.append(f"ModelNew has {listed([entry])}, the Model {listed([theirs])}")
+    if faults:
+        raise ProblemError(
+            f"{where}: ModelNew's state_dict differs from the Model's, so neither loads the "
+            f"other's strictly: {'; '.join(faults)}. Name each weight as the Model names its "
+            "parameter (a param and a weight may share a name: `weight constant: f32 = "
+            "constant`), and declare each torch module of the Model as a module of the "
+            "same name and kind (`weight bn: batch_norm2d(C)` holds `bn.weight`, `bn.bias` "
+            "and its running statistics)"
+        )
+    if run.drop_in is not None and run.drop_in.loads:
+        raise ProblemError(f"{where}: {'; '.join(run.drop_in.loads)}")
 
 
 def _how_it_starts(weight: ir.Input, checked: ir.Kernel) -> str:

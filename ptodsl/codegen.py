@@ -346,6 +346,8 @@ def _init_parameters(kernel: ir.Kernel) -> ast.arguments:
 def _init_body(kernel: ir.Kernel) -> list[ast.stmt]:
     statements: list[ast.stmt] = [pytree.statement(method(call("super"), "__init__"))]
     for param in kernel.init_params:
+        if param.shadowed:  # it only starts the weight of its name
+            continue
         if not param.fixed:
             statements.append(assign(f"self.{param.name}", call("float", name(param.name))))
             continue

@@ -110,8 +110,8 @@ class _Evaluator:
         for tensor, value in zip(kernel.inputs, inputs, strict=True):
             exact = value.to(torch.float64).reshape(tensor.type.shape)
             self.env[tensor.name] = Bounded(exact, torch.zeros_like(exact))
-        for param in kernel.params:
-            if param.name in params and not param.fixed:
+        for param in kernel.kernel_params:
+            if param.name in params:
                 self.env[param.name] = _scalar(float(params[param.name]))  # type: ignore[arg-type]
         self.ambiguities: list[str] = []
 

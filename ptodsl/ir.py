@@ -671,6 +671,9 @@ class Param:
     span: Span
     forward: bool = False
     fixed: bool = False
+    # A float argument a weight of its name shadows (`weight constant: f32 = constant`):
+    # ModelNew takes it to start that weight; expressions read the weight, never it.
+    shadowed: bool = False
 
 
 DimFactor = str | int  # a dim's name, or a literal size written in the spec
@@ -768,7 +771,22 @@ class ModuleParameter:
         return f"{self.module}.{self.attribute}"
 
 
-WeightInit = Filled | Drawn | ModuleParameter
+@attrs.frozen
+class ParamFilled:
+    """A weight that starts as a constructor argument's value everywhere (`= constant`,
+    `= ones * init`): nn.Parameter(torch.tensor(constant)), torch.ones(shape) * init."""
+
+    param: str
+
+    def __str__(self) -> str:
+        return f"= {self.param}"
+
+    @property
+    def how_it_starts(self) -> str:
+        return f"at the constructor's `{self.param}`"
+
+
+WeightInit = Filled | Drawn | ParamFilled | ModuleParameter
 
 
 @attrs.frozen
@@ -1048,8 +1066,9 @@ class Kernel:
 
     @property
     def kernel_params(self) -> tuple[Param, ...]:
-        """The params the kernel factory is built for (fixed ones are only asserted)."""
-        return tuple(p for p in self.params if not p.fixed)
+        """The params the kernel factory is built for (fixed ones are only asserted, shadowed
+        ones only start a weight)."""
+        return tuple(p for p in self.params if not (p.fixed or p.shadowed))
 
     @property
     def tensor_arguments(self) -> tuple[Input, ...]:
@@ -1191,6 +1210,7 @@ def format_kernel(kernel: Kernel) -> str:
     for param in kernel.params:
         default = "" if param.default is None else f" = {format_value(param.default)}"
         kind = "fixed param" if param.fixed else "forward param" if param.forward else "param"
+        kind = "shadowed param" if param.shadowed else kind
         lines.append(f"  {kind} {param.name}{default}")
     for module in kernel.modules:
         arguments = ", ".join(f"{name}={format_value(v)}" for name, v in module.arguments)

@@ -18,6 +18,7 @@ class ArgumentKind(enum.Enum):
     SIZE = "a size"  # an integer, a dim or an `int` param (`in_features`)
     # a size for every spatial axis, or a list of one each (`kernel_size=[3, 5]`)
     SIZES = "a size or a list of sizes, one per spatial axis"
+    SHAPE = "a size or a list of sizes (a shape)"  # LayerNorm's normalized_shape
     FLAG = "`true` or `false`"
     NUMBER = "a number"
 
@@ -44,17 +45,54 @@ class Parameter:
 
 
 @attrs.frozen
+class Buffer:
+    """One buffer a module registers (BatchNorm's running statistics): state_dict holds
+    it beside the parameters, so a drop-in module must have it too."""
+
+    attribute: str
+    shape: tuple[str, ...]  # argument names; () is a 0-d buffer
+    dtype: str  # torch's name (`float32`, `int64`)
+    present_if: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Application:
+    """`fc(x)` in a spec: the operand and its shape as checked, the module's parameters as
+    names and its arguments' values."""
+
+    operand: s.Expr
+    shape: tuple[int, ...]
+    parameters: Mapping[str, s.Expr]
+    arguments: Arguments
+    span: s.Span
+
+    def call(self, function: str, *args: s.Expr, **keywords: s.Expr) -> s.Expr:
+        """A builtin call the expansion makes (never a module of the spec's)."""
+        given = tuple(s.Keyword(k, v, self.span) for k, v in keywords.items())
+        return s.Call(function, self.span, args, given, self.span, builtin=True)
+
+    def binary(self, op: str, lhs: s.Expr, rhs: s.Expr) -> s.Expr:
+        return s.Binary(op, lhs, rhs, self.span)
+
+    def literal(self, value: ir.ParamValue) -> s.Expr:
+        return _literal(value, self.span)
+
+
+@attrs.frozen
 class ModuleDef:
     name: str  # the spelling in a spec
     torch: str  # the constructor ModelNew calls, which draws the initial values itself
     arguments: tuple[Argument, ...]  # torch's, in torch's order
     parameters: tuple[Parameter, ...]  # in the order torch registers them
-    # `fc(x)` in a spec stands for this expression, given the operand, the parameters and
-    # the module's arguments
-    apply: Callable[[s.Expr, Mapping[str, s.Expr], Arguments, s.Span], s.Expr] | None = None
+    # what `fc(x)` in a spec stands for, an expression
+    apply: Callable[[Application], s.Expr] | None = None
     spatial: int = 0  # a convolution's spatial axes: every SIZES argument has one per axis
     # why these arguments cannot build the module, or None
     invalid: Callable[[Arguments], str | None] | None = None
+    buffers: tuple[Buffer, ...] = ()  # in the order torch registers them
+    # why `fc(x)` cannot take an operand of this shape, or None
+    operand_invalid: Callable[[Arguments, tuple[int, ...]], str | None] | None = None
+    reads_operand_again: bool = False  # `apply` names the operand more than once
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -62,18 +100,19 @@ class ModuleDef:
     def present_parameters(self, arguments: Mapping[str, ir.ParamValue]) -> tuple[Parameter, ...]:
         return tuple(p for p in self.parameters if all(arguments[f] for f in p.present_if))
 
+    def present_buffers(self, arguments: Mapping[str, ir.ParamValue]) -> tuple[Buffer, ...]:
+        return tuple(b for b in self.buffers if all(arguments[f] for f in b.present_if))
 
-def _linear(
-    x: s.Expr, parameters: Mapping[str, s.Expr], arguments: Arguments, span: s.Span
-) -> s.Expr:
-    product = s.Binary("matmul", x, s.Attribute(parameters["weight"], "T", span), span)
-    if "bias" not in parameters:
+
+def _linear(a: Application) -> s.Expr:
+    product = a.binary("matmul", a.operand, s.Attribute(a.parameters["weight"], "T", a.span))
+    if "bias" not in a.parameters:
         return product
-    return s.Binary("add", product, parameters["bias"], span)
+    return a.binary("add", product, a.parameters["bias"])
 
 
 _SIZE, _FLAG, _NUMBER = ArgumentKind.SIZE, ArgumentKind.FLAG, ArgumentKind.NUMBER
-_SIZES = ArgumentKind.SIZES
+_SIZES, _SHAPE = ArgumentKind.SIZES, ArgumentKind.SHAPE
 
 
 def per_axis(value: ir.ParamValue, spatial: int) -> tuple[int, ...]:
@@ -94,17 +133,13 @@ def _conv_apply(spatial: int, transposed: bool) -> Callable:
     keywords = ("stride", "padding", "dilation", "groups")
     keywords += ("output_padding",) if transposed else ()
 
-    def apply(
-        x: s.Expr, parameters: Mapping[str, s.Expr], arguments: Arguments, span: s.Span
-    ) -> s.Expr:
-        given = tuple(s.Keyword(k, _literal(arguments[k], span), span) for k in keywords)
-        weight = parameters["weight"]
-        value: s.Expr = s.Call(function, span, (x, weight), given, span, builtin=True)
-        if "bias" not in parameters:
+    def apply(a: Application) -> s.Expr:
+        given = {k: a.literal(a.arguments[k]) for k in keywords}
+        value = a.call(function, a.operand, a.parameters["weight"], **given)
+        if "bias" not in a.parameters:
             return value
-        channels = _literal((int(arguments["out_channels"]), *(1,) * spatial), span)
-        bias = s.Call("reshape", span, (parameters["bias"], channels), (), span, builtin=True)
-        return s.Binary("add", value, bias, span)
+        channels = a.literal((int(a.arguments["out_channels"]), *(1,) * spatial))
+        return a.binary("add", value, a.call("reshape", a.parameters["bias"], channels))
 
     return apply
 
@@ -181,9 +216,136 @@ def _conv_module(spatial: int, transposed: bool) -> ModuleDef:
 _EPS = Argument("eps", _NUMBER, 1e-5)
 
 
+def _normalised(a: Application, x: s.Expr, axes: int) -> s.Expr:
+    """`(x - mean) * rsqrt(var + eps)` over the last `axes` axes, the variance biased, as
+    torch's norms compute it (the passes fuse the two-pass variance with the mean)."""
+    axis = s.ListExpr(
+        tuple(s.Unary("neg", a.literal(i), a.span) for i in range(axes, 0, -1)), a.span
+    )
+    keepdim = s.Bool(True, a.span)
+    mean = a.call("mean", x, axis=axis, keepdim=keepdim)
+    variance = a.call("var", x, axis=axis, keepdim=keepdim, correction=a.literal(0))
+    scale = a.call("rsqrt", a.binary("add", variance, a.literal(float(a.arguments["eps"]))))
+    return a.binary("mul", a.binary("sub", x, mean), scale)
+
+
+def _affine_applied(a: Application, value: s.Expr, per_channel: bool) -> s.Expr:
+    """`value * weight + bias`, absent parameters left out; `per_channel`: broadcast along
+    axis 1 (`weight.reshape(C, 1, 1)`), else elementwise over the trailing axes."""
+    channels, *spatial = a.shape[1:] if per_channel else (0,)
+
+    def broadcast(parameter: s.Expr) -> s.Expr:
+        if not spatial:
+            return parameter
+        return a.call("reshape", parameter, *map(a.literal, (channels, *(1,) * len(spatial))))
+
+    if "weight" in a.parameters:
+        value = a.binary("mul", value, broadcast(a.parameters["weight"]))
+    if "bias" in a.parameters:
+        value = a.binary("add", value, broadcast(a.parameters["bias"]))
+    return value
+
+
+def _layer_norm_apply(a: Application) -> s.Expr:
+    """`ln(x)`: normalised over the normalized_shape's trailing axes, its affine elementwise
+    over them."""
+    shape = a.arguments["normalized_shape"]
+    normalised = _normalised(a, a.operand, len(shape) if isinstance(shape, tuple) else 1)
+    return _affine_applied(a, normalised, per_channel=False)
+
+
+def _instance_norm_apply(a: Application) -> s.Expr:
+    """`inorm(x)` of nn.InstanceNorm1d/2d/3d without running statistics: each sample's
+    channel normalised over its spatial axes, the affine per channel."""
+    normalised = _normalised(a, a.operand, len(a.shape) - 2)
+    return _affine_applied(a, normalised, per_channel=True)
+
+
+def _group_norm_apply(a: Application) -> s.Expr:
+    """`gn(x)` of [N, C, *spatial]: the channels split into groups
+    (`x.reshape(N, G, C / G, *spatial)`), each normalised over its channels and positions,
+    back to [N, C, *spatial], the affine per channel."""
+    batch, channels, *spatial = a.shape
+    groups = int(a.arguments["num_groups"])
+    grouped = a.call(
+        "reshape", a.operand, *map(a.literal, (batch, groups, channels // groups, *spatial))
+    )
+    normalised = _normalised(a, grouped, 1 + len(spatial))
+    back = a.call("reshape", normalised, *map(a.literal, a.shape))
+    return _affine_applied(a, back, per_channel=True)
+
+
+def _channels_at_axis_1(argument: str, rank: int | None = None) -> Callable:
+    """A norm's operand is [N, C, *spatial], C its `argument` (and its rank `rank`)."""
+
+    def invalid(arguments: Arguments, shape: tuple[int, ...]) -> str | None:
+        if rank is not None and len(shape) != rank:
+            return f"it takes rank-{rank} tensors [N, C, ...]"
+        if len(shape) < 2 or shape[1] != int(arguments[argument]):
+            return f"axis 1 holds the channels, {argument} = {arguments[argument]}"
+        return None
+
+    return invalid
+
+
+def _layer_norm_operand_invalid(arguments: Arguments, shape: tuple[int, ...]) -> str | None:
+    normalized = arguments["normalized_shape"]
+    normalized = normalized if isinstance(normalized, tuple) else (int(normalized),)
+    if shape[len(shape) - len(normalized) :] != normalized:
+        return f"its trailing axes are not normalized_shape {list(normalized)}"
+    return None
+
+
+def _group_norm_invalid(arguments: Arguments) -> str | None:
+    groups, channels = int(arguments["num_groups"]), int(arguments["num_channels"])
+    if groups < 1 or channels % groups:
+        return f"{groups} groups do not divide num_channels = {channels}"
+    return None
+
+
 def _affine(size: str, *flags: str) -> tuple[Parameter, ...]:
     """A normalisation's affine parameters, which start as ones and zeros (no draw)."""
     return (Parameter("weight", (size,), flags[:1]), Parameter("bias", (size,), flags))
+
+
+def _running_norm(kind: str, spatial: int) -> ModuleDef:
+    """nn.BatchNorm1d/2d/3d and nn.InstanceNorm1d/2d/3d: their arguments and state differ
+    only in the defaults (an instance norm has no affine parameters and no running
+    statistics unless asked)."""
+    batch = kind == "batch_norm"
+    return ModuleDef(
+        f"{kind}{spatial}d",
+        f"torch.nn.{'BatchNorm' if batch else 'InstanceNorm'}{spatial}d",
+        (
+            Argument("num_features", _SIZE),
+            _EPS,
+            Argument("momentum", _NUMBER, 0.1),
+            Argument("affine", _FLAG, batch),
+            Argument("track_running_stats", _FLAG, batch),
+        ),
+        _affine("num_features", "affine"),
+        apply=None if batch else _instance_norm_apply,
+        operand_invalid=_channels_at_axis_1("num_features", spatial + 2),
+        reads_operand_again=True,
+        spatial=spatial,
+        buffers=tuple(
+            Buffer(attribute, shape, dtype, ("track_running_stats",))
+            for attribute, shape, dtype in (
+                ("running_mean", ("num_features",), "float32"),
+                ("running_var", ("num_features",), "float32"),
+                ("num_batches_tracked", (), "int64"),
+            )
+        ),
+    )
+
+
+# What a spec wrote before the norms carried their spatial rank, and what it writes now.
+RENAMED_MODULES = {
+    "batch_norm": "`batch_norm1d`, `batch_norm2d` or `batch_norm3d`, as the problem's "
+    "nn.BatchNorm1d/2d/3d",
+    "instance_norm": "`instance_norm1d`, `instance_norm2d` or `instance_norm3d`, as the "
+    "problem's nn.InstanceNorm1d/2d/3d",
+}
 
 
 MODULES: dict[str, ModuleDef] = {
@@ -213,29 +375,27 @@ MODULES: dict[str, ModuleDef] = {
                 Argument("affine", _FLAG, True),
             ),
             _affine("num_channels", "affine"),
+            apply=_group_norm_apply,
+            invalid=_group_norm_invalid,
+            operand_invalid=_channels_at_axis_1("num_channels"),
+            reads_operand_again=True,
         ),
         ModuleDef(
             "layer_norm",
             "torch.nn.LayerNorm",
             (
-                Argument("normalized_shape", _SIZE),
+                Argument("normalized_shape", _SHAPE),
                 _EPS,
                 Argument("elementwise_affine", _FLAG, True),
                 Argument("bias", _FLAG, True),
             ),
             _affine("normalized_shape", "elementwise_affine", "bias"),
+            apply=_layer_norm_apply,
+            operand_invalid=_layer_norm_operand_invalid,
+            reads_operand_again=True,
         ),
-        ModuleDef(
-            "batch_norm",
-            "torch.nn.BatchNorm1d",
-            (
-                Argument("num_features", _SIZE),
-                _EPS,
-                Argument("momentum", _NUMBER, 0.1),
-                Argument("affine", _FLAG, True),
-            ),
-            _affine("num_features", "affine"),
-        ),
+        *(_running_norm("batch_norm", spatial) for spatial in (1, 2, 3)),
+        *(_running_norm("instance_norm", spatial) for spatial in (1, 2, 3)),
         *(
             _conv_module(spatial, transposed)
             for transposed in (False, True)
@@ -249,25 +409,34 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
     """`__init__` statements creating every weight in declaration order (a module when its
     first parameter comes), as the replaced torch module does: the same draws from torch's
     RNG."""
-    modules = {module.name: module for module in kernel.modules}
     statements: list[ast.stmt] = []
     built = set()
-    for weight in kernel.weights:
+    # a module with state but no parameters (BatchNorm without affine) is built where it
+    # is declared, as one with parameters is at its first
+    stateful = [
+        m
+        for m in kernel.modules
+        if MODULES[m.kind].present_buffers(dict(m.arguments))
+        and not any(getattr(w.init, "module", None) == m.name for w in kernel.weights)
+    ]
+    declared = sorted([*kernel.weights, *stateful], key=lambda d: (d.span.line, d.span.column))
+    for weight in declared:
+        if isinstance(weight, ir.Module) or isinstance(weight.init, ir.ModuleParameter):
+            name = weight.name if isinstance(weight, ir.Module) else weight.init.module
+            if name not in built:
+                built.add(name)
+                statements.append(_module_creation(kernel, name))
+            continue
         init = weight.init
         dtype = pytree.name(f"torch.{weight.type.dtype.torch_name}")
         shape = kernel.forward_shape(weight)
-        if isinstance(init, ir.ModuleParameter):
-            if init.module in built:
-                continue
-            built.add(init.module)
-            module = modules[init.module]
-            create = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
-            statements.append(pytree.assign(f"self.{module.name}", create))
-            continue
         if isinstance(init, ir.Drawn):
             value = pytree.call(f"torch.{init.distribution}", shape, dtype=dtype)
             if init.scale != 1.0:
                 value = ast.BinOp(value, ast.Mult(), pytree.value(init.scale))
+        elif isinstance(init, ir.ParamFilled):
+            fill = pytree.call("float", pytree.name(init.param))
+            value = pytree.call("torch.full", shape, fill, dtype=dtype)
         elif init.value in (0.0, 1.0):
             value = pytree.call(f"torch.{'ones' if init.value else 'zeros'}", shape, dtype=dtype)
         else:
@@ -275,3 +444,47 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
         parameter = pytree.call("torch.nn.Parameter", value)
         statements.append(pytree.assign(f"self.{weight.name}", parameter))
     return statements
+
+
+def _module_creation(kernel: ir.Kernel, name: str) -> ast.stmt:
+    module = next(m for m in kernel.modules if m.name == name)
+    dtype = pytree.name("torch.float32")
+    create = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
+    return pytree.assign(f"self.{module.name}", create)
+
+
+@attrs.frozen
+class StateEntry:
+    """One entry of ModelNew's state_dict: a parameter or a buffer."""
+
+    name: str  # `fc.weight`, `bn.running_mean`, `scale`
+    shape: tuple[int, ...]
+    dtype: str  # torch's name: `float32`, `int64`
+
+
+def state_entries(kernel: ir.Kernel) -> tuple[StateEntry, ...]:
+    """What `ModelNew.state_dict()` holds, in its order: the spec's own weights, then each
+    module's parameters and buffers (torch lists a module's own state before its
+    submodules', each submodule in the order it was assigned)."""
+    weights = kernel.weights_in_torch_order
+    entries = [
+        StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name)
+        for w in weights
+        if not isinstance(w.init, ir.ModuleParameter)
+    ]
+    for module in kernel.modules:
+        definition, arguments = MODULES[module.kind], dict(module.arguments)
+        entries += [
+            StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name)
+            for w in weights
+            if isinstance(w.init, ir.ModuleParameter) and w.init.module == module.name
+        ]
+        entries += [
+            StateEntry(
+                f"{module.name}.{buffer.attribute}",
+                tuple(int(arguments[size]) for size in buffer.shape),
+                buffer.dtype,
+            )
+            for buffer in definition.present_buffers(arguments)
+        ]
+    return tuple(entries)

@@ -147,6 +147,12 @@ class _ToSyntax(Transformer):
         name, factor = children
         return s.Binary("mul", s.Name(str(name), _span(name)), factor, _span(meta))
 
+    def scaled_fill(self, meta, children):
+        name, factor = children
+        return s.Binary(
+            "mul", s.Name(str(name), _span(name)), s.Name(str(factor), _span(factor)), _span(meta)
+        )
+
     def module_decl(self, meta, children):
         name, func, *arguments = children
         module = self.call(meta, [func, *arguments])

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import torch
 
+from ptodsl.modules import StateEntry
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
     WorkerStopped,
@@ -171,6 +172,8 @@ class DropIn:
 
     parameters: list[Parameter]
     error: str | None = None
+    # why ModelNew does not load the Model's state_dict strictly, or the Model ModelNew's
+    loads: list[str] = attrs.Factory(list)
 
 
 @attrs.frozen(eq=False)
@@ -185,6 +188,7 @@ class ProblemRun:
     parameters: list[Parameter]
     expected: list[list[torch.Tensor]] | None
     scaled: list[str]  # the module-level constants that were resized
+    state: list[StateEntry] = attrs.Factory(list)  # the Model's state_dict, in its order
     drop_in: DropIn | None = None  # when a ModelNew module was given
     # what each given weight was multiplied by (the spread of the parameter's own initial
     # values), in `parameters()` order; None when the weights did not fit
@@ -277,9 +281,12 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         returns=result["returns"],
         dtypes=result["dtypes"],
         shapes=result["shapes"],
+        state=[StateEntry(**entry) for entry in result["state"]],
         drop_in=None
         if result["drop_in"] is None
         else DropIn(
-            [Parameter(**p) for p in result["drop_in"]["parameters"]], result["drop_in"]["error"]
+            [Parameter(**p) for p in result["drop_in"]["parameters"]],
+            result["drop_in"]["error"],
+            result["drop_in"].get("loads", []),
         ),
     )

@@ -73,8 +73,9 @@ def _explicit_transposes(node: ir.Expr) -> ir.Expr:
 
 
 def emit_reference(kernel: ir.Kernel, filename: str) -> str:
-    # Fixed params are constants in the body already; only the Model mirrors them.
-    init_params = [p for p in kernel.init_params if not p.fixed]
+    # Fixed params are constants in the body already, and shadowed ones start a weight:
+    # only the Model mirrors them.
+    init_params = [p for p in kernel.kernel_params if not p.forward]
     forward_params = kernel.forward_params
     defaults = {
         p.name: pytree.value(p.default) for p in kernel.init_params if p.default is not None

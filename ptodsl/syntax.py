@@ -10,7 +10,8 @@ from ptodsl.diagnostics import Span, SpecError
 
 # What a weight's declaration may start it as (the parser's and the checker's note).
 WEIGHT_INIT_NOTE = (
-    "a weight starts as `ones`, `zeros`, a number (`= 2.0`) or a draw from torch's RNG "
+    "a weight starts as `ones`, `zeros`, a number (`= 2.0`), a float param of the "
+    "constructor (`= constant`, `= ones * init`) or a draw from torch's RNG "
     "(`= randn`, `= rand`, `= randn * 0.02`); a torch module's parameters are one "
     "declaration: `weight fc: linear(K, N)`"
 )
@@ -244,7 +245,8 @@ class InputDecl:
 class WeightDecl:
     name: str
     type: TensorTypeExpr
-    # `ones`, `randn` (a Name), `randn * 0.02` (a Binary) or a number
+    # `ones`, `randn`, `constant` (a Name), `randn * 0.02`, `ones * init` (a Binary) or a
+    # number
     init: Name | Binary | Number
     span: Span
 

@@ -220,6 +220,7 @@ class _TypeChecker:
         # per module, its present parameters' attribute -> the weight they are held as
         self.module_parameters: dict[str, dict[str, str]] = {}
         self.split_params: dict[str, s.Binary] = {}
+        self.list_params: dict[str, s.ListExpr] = {}  # `int[3] = [C, H, W]`, as written
         self.declared: dict[str, Span] = {}
         self.body: list[ir.Stmt] = []
         self.stored: dict[str, Span] = {}
@@ -228,10 +229,14 @@ class _TypeChecker:
 
     def declare(self, name: str, span: Span, weight: bool = False) -> None:
         _check_identifier(name, span)
-        if weight and name in self.params and self.params[name].fixed:
+        param = self.params.get(name)
+        if weight and param is not None and not param.forward:
             # A construction argument and a parameter of one name (#48 of level 2 takes
-            # `scaling_factor` and creates `self.scaling_factor = nn.Parameter(...)`): the
-            # argument is only checked; expressions read the weight, sizes the argument.
+            # `scaling_factor` and creates `self.scaling_factor = nn.Parameter(...)`; #68
+            # `nn.Parameter(torch.tensor(constant))`): expressions read the weight; an int
+            # argument is only checked and gives sizes, a float one only starts a weight.
+            if not param.fixed:
+                self.params[name] = attrs.evolve(param, shadowed=True)
             self.declared[name] = span
             return
         if name in self.declared:
@@ -291,6 +296,8 @@ class _TypeChecker:
             self.params[item.name] = ir.Param(item.name, value, item.span, fixed=True)
             if isinstance(item.default, s.Binary):  # `G * CG`: a size that splits (modules)
                 self.split_params[item.name] = item.default
+            if isinstance(item.default, s.ListExpr):  # a module's shape names its dims
+                self.list_params[item.name] = item.default
             return
         if item.type.dtype == FIXED_FLAG_TYPE and item.type.dims is None:
             if not isinstance(item.default, s.Bool):
@@ -442,6 +449,25 @@ class _TypeChecker:
         assert isinstance(name, s.Name)
         if isinstance(node, s.Name) and name.id in WEIGHT_FILLS:
             return ir.Filled(WEIGHT_FILLS[name.id])
+        if isinstance(node, s.Name) and self.float_param(name) is not None:
+            return ir.ParamFilled(name.id)  # `= constant`: nn.Parameter(torch.tensor(constant))
+        if isinstance(node, s.Binary) and isinstance(node.rhs, s.Name):
+            # `= ones * init`: nn.Parameter(torch.ones(shape) * init)
+            if self.float_param(node.rhs) is None:
+                raise SpecError(
+                    f"`{node.rhs.id}` is not a param of the constructor",
+                    node.rhs.span,
+                    note="`= ones * init` starts every element at the constructor's `init`, "
+                    "a float param",
+                )
+            if name.id != "ones":
+                raise SpecError(
+                    "only `ones` is scaled by a param",
+                    node.span,
+                    note="`= ones * init` starts every element at the constructor's `init`, "
+                    "a float param; a draw is scaled by a number (`= randn * 0.02`)",
+                )
+            return ir.ParamFilled(node.rhs.id)
         if isinstance(node, s.Binary) and name.id in WEIGHT_FILLS:
             value = WEIGHT_FILLS[name.id] * node.rhs.value
             raise SpecError(
@@ -459,15 +485,33 @@ class _TypeChecker:
         scale = node.rhs.value if isinstance(node, s.Binary) else 1.0
         return ir.Drawn(name.id, scale)
 
+    def float_param(self, name: s.Name) -> ir.Param | None:
+        """The constructor's float param `name` (a weight can start at its value), or None;
+        an int or forward param is an error."""
+        param = self.params.get(name.id)
+        if param is None:
+            return None
+        if param.fixed or param.forward:
+            raise SpecError(
+                f"a weight starts at a float param of the constructor; `{name.id}` is "
+                + ("a forward param" if param.forward else "an int param"),
+                name.span,
+                note=f"declare `param {name.id}: f32 = ...` (a constructor argument)",
+            )
+        return param
+
     def item_ModuleDecl(self, item: s.ModuleDecl) -> None:  # noqa: N802
         call = item.module
         definition = modules.MODULES.get(call.func)
         if definition is None:
             known = list(modules.MODULES)
+            renamed = modules.RENAMED_MODULES.get(call.func)
             raise SpecError(
                 f"unknown module `{call.func}`",
                 call.func_span,
-                note=did_you_mean(call.func, known) + "known: " + ", ".join(known),
+                note=f"write {renamed}"
+                if renamed
+                else did_you_mean(call.func, known) + "known: " + ", ".join(known),
             )
         self.declare(item.name, item.span)
         given = self.module_arguments(definition, call)
@@ -499,10 +543,21 @@ class _TypeChecker:
                 declared = parameter.shape(arguments)
                 grouped = [(size,) for size in declared]
             else:
-                declared = tuple(arguments[axis] for axis in parameter.shape)
-                grouped = [
-                    self.size_factors(given.get(axis), arguments[axis]) for axis in parameter.shape
-                ]
+                declared, grouped = (), []
+                for axis in parameter.shape:  # a SHAPE argument gives several axes
+                    value, node = arguments[axis], given.get(axis)
+                    if not isinstance(value, tuple):
+                        declared += (value,)
+                        grouped.append(self.size_factors(node, value))
+                        continue
+                    if isinstance(node, s.Name) and node.id in self.list_params:
+                        node = self.list_params[node.id]
+                    items = node.items if isinstance(node, s.ListExpr) else (None,) * len(value)
+                    declared += value
+                    grouped += [
+                        self.size_factors(item, size)
+                        for item, size in zip(items, value, strict=True)
+                    ]
             dims = tuple(factor for factors in grouped for factor in factors)
             _check_elements(declared, call.span)
             weight = ir.Input(
@@ -555,7 +610,7 @@ class _TypeChecker:
         kind = modules.ArgumentKind
         if argument.kind is kind.SIZE:
             return self.fixed_int(node)
-        if argument.kind is kind.SIZES:
+        if argument.kind in (kind.SIZES, kind.SHAPE):
             if isinstance(node, s.ListExpr):
                 return tuple(self.fixed_int(item) for item in node.items)
             if isinstance(node, s.Name) and isinstance(
@@ -1131,6 +1186,14 @@ class _TypeChecker:
         """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`)."""
         module = self.modules[node.func]
         definition = modules.MODULES[module.kind]
+        if definition.present_buffers(dict(module.arguments)):
+            raise SpecError(
+                f"`{module.name}(x)` would use batch statistics in training mode and its "
+                "running statistics in eval mode: ptodsl has no train and eval modes yet",
+                node.span,
+                note="write out training mode's computation: `mean` and `var(correction=0)` "
+                "over every axis but the channels (the running statistics are not updated)",
+            )
         if definition.apply is None:
             raise SpecError(
                 f"{module.kind} `{module.name}` is not called: write out what it computes",
@@ -1144,7 +1207,30 @@ class _TypeChecker:
             for attribute, name in self.module_parameters[module.name].items()
         }
         arguments = dict(module.arguments)
-        return self.expr(definition.apply(node.args[0], parameters, arguments, node.span))
+        operand = self.expr(node.args[0])
+        if not isinstance(operand.type, ir.TensorType):
+            raise SpecError(f"`{module.name}` takes a tensor", node.args[0].span)
+        shape = operand.type.shape
+        problem = (
+            definition.operand_invalid(arguments, shape) if definition.operand_invalid else None
+        )
+        if problem is not None:
+            raise SpecError(
+                f"{module.kind} `{module.name}` cannot take a [{', '.join(map(str, shape))}] "
+                f"tensor: {problem}",
+                node.args[0].span,
+                note=f"torch's {definition.torch} refuses it too",
+            )
+        given = node.args[0]
+        if definition.reads_operand_again and not isinstance(operand, ir.Ref):
+            # A norm reads its operand three times (mean, variance, centring): bound once,
+            # so that it is computed once, by one kernel when the spec is cut there.
+            name = ir.generated_name(f"operand{sum(n.startswith('_operand') for n in self.lets)}")
+            self.lets[name] = operand.type
+            self.body.append(ir.Let(name, operand, given.span))
+            given = s.Name(name, given.span)
+        application = modules.Application(given, shape, parameters, arguments, node.span)
+        return self.expr(definition.apply(application))
 
     def computed_operand(
         self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool

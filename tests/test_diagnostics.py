@@ -51,6 +51,8 @@ CASES = {
     "weight_misspelled_draw": HEADER + "weight w: f32[M] = randm\n",
     "weight_scaled_fill": HEADER + "weight w: f32[M] = ones * 0.5\n",
     "module_unknown": HEADER + "weight fc: lineer(M, N)\n",
+    "module_renamed": HEADER + "weight bn: batch_norm(N)\n",
+    "weight_ones_times_a_dim": HEADER + "weight w: f32[N] = ones * M\n",
     "module_unknown_argument": HEADER + "weight fc: linear(M, N, bais=false)\n",
     "module_missing_argument": HEADER + "weight fc: linear(M)\n",
     "module_too_many_arguments": HEADER + "weight fc: linear(M, N, true, 1.0)\n",

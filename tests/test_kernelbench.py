@@ -121,19 +121,27 @@ def spec_variant(tmp_path, number, old, new, dims=None):
             "num_features: int = 32",
             "param `num_features`: the problem builds Model with 64",
         ),
-        (
+        (  # the module built from the dims, the param given another value
             40,
-            "int[3] = [C, H, W]",
-            "int[3] = [C, H, 128]",
+            "int[3] = [C, H, W]\nparam  eps: f32 = 1e-5\ninput  x: f32[N, C, H, W]\n"
+            "weight ln: layer_norm(normalized_shape)",
+            "int[3] = [C, H, 128]\nparam  eps: f32 = 1e-5\ninput  x: f32[N, C, H, W]\n"
+            "weight ln: layer_norm([C, H, W])",
             "param `normalized_shape`: the problem builds Model with (64, 256, 256)",
         ),
         (
             33,
-            "weight bias: f32[C * 1 * 1] = zeros",
-            "param  bias: f32 = 0.0",
-            "its Model has 2 parameters, the spec declares 1 weights; torch lists",
+            "weight bn: batch_norm2d(C)",
+            "weight bn: batch_norm2d(C, track_running_stats=false)",
+            "the Model has `bn.running_mean` float32 [64], `bn.running_var` float32 [64], "
+            "`bn.num_batches_tracked` int64 [], ModelNew does not",
         ),
-        (33, "f32[C * 1 * 1] = ones", "f32[C * 1 * 1] = zeros", "ModelNew starts it as zeros"),
+        (
+            54,
+            "conv3d(C_in, C_out, 3, bias=false)",
+            "conv3d(C_in, C_out, 3)",
+            "ModelNew has `conv.bias` float32 [64], the Model does not",
+        ),
         (5, "input  s: f32 = 3.14\n", "param  s: f32 = 3.14\n", "gives 1 tensors and 1 scalars"),
         (94, "dim = 4096", "dim = 2048", "input `predictions`: the problem gives torch.float32"),
         (  # keepdim forgotten
@@ -154,7 +162,7 @@ def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     # BatchNorm's weight starts as ones: a kernel that never multiplies by it would pass a
     # check that kept the initial values.
     compiled = compile_spec(SPEC_BY_NUMBER[33], CI_DIMS["33_batch_norm"])
-    multiply = re.compile(r"^ +\* pypto\.expand_clone\(weight(_chunk)?, \[[0-9, ]+\]\)\n", re.M)
+    multiply = re.compile(r"^ +\* pypto\.expand_clone\(bn_weight(_chunk)?, \[[0-9, ]+\]\)\n", re.M)
     ignoring = tmp_path / "ignores_weight.py"
     ignoring.write_text(multiply.sub("", compiled.source, count=1), encoding="utf-8")
     assert ignoring.read_text(encoding="utf-8") != compiled.source
@@ -163,7 +171,11 @@ def test_weights_get_random_values_so_an_ignored_weight_fails(tmp_path):
     assert not report.ok and report.outputs[0].mismatched
     # a spec that ignores the weight no longer means the problem: said before any kernel runs
     wrong_spec = spec_variant(
-        tmp_path, 33, "* weight + bias", "+ bias", dims=CI_DIMS["33_batch_norm"]
+        tmp_path,
+        33,
+        "* bn.weight.reshape(C, 1, 1) + bn.bias",
+        "+ bn.bias",
+        dims=CI_DIMS["33_batch_norm"],
     )
     with pytest.raises(ValueError, match="the spec computes something else than the problem"):
         run_check(wrong_spec, against=problem, resize=resize)
