@@ -85,7 +85,7 @@ class ModuleDef:
     arguments: tuple[Argument, ...]  # torch's, in torch's order
     parameters: tuple[Parameter, ...]  # in the order torch registers them
     # what `fc(x)` in a spec stands for, an expression
-    apply: Callable[[Application], s.Expr] | None = None
+    apply: Callable[[Application], s.Expr]
     spatial: int = 0  # a convolution's spatial axes: every SIZES argument has one per axis
     # why these arguments cannot build the module, or None
     invalid: Callable[[Arguments], str | None] | None = None
@@ -216,12 +216,12 @@ def _conv_module(spatial: int, transposed: bool) -> ModuleDef:
 _EPS = Argument("eps", _NUMBER, 1e-5)
 
 
-def _normalised(a: Application, x: s.Expr, axes: int) -> s.Expr:
-    """`(x - mean) * rsqrt(var + eps)` over the last `axes` axes, the variance biased, as
-    torch's norms compute it (the passes fuse the two-pass variance with the mean)."""
-    axis = s.ListExpr(
-        tuple(s.Unary("neg", a.literal(i), a.span) for i in range(axes, 0, -1)), a.span
-    )
+def _normalised(a: Application, x: s.Expr, axes: tuple[int, ...]) -> s.Expr:
+    """`(x - mean) * rsqrt(var + eps)` over `axes` (negative: from the end), the variance
+    biased, as torch's norms compute it (the passes fuse the two-pass variance with the
+    mean)."""
+    numbers = [s.Unary("neg", a.literal(-i), a.span) if i < 0 else a.literal(i) for i in axes]
+    axis = s.ListExpr(tuple(numbers), a.span)
     keepdim = s.Bool(True, a.span)
     mean = a.call("mean", x, axis=axis, keepdim=keepdim)
     variance = a.call("var", x, axis=axis, keepdim=keepdim, correction=a.literal(0))
@@ -250,14 +250,22 @@ def _layer_norm_apply(a: Application) -> s.Expr:
     """`ln(x)`: normalised over the normalized_shape's trailing axes, its affine elementwise
     over them."""
     shape = a.arguments["normalized_shape"]
-    normalised = _normalised(a, a.operand, len(shape) if isinstance(shape, tuple) else 1)
+    trailing = len(shape) if isinstance(shape, tuple) else 1
+    normalised = _normalised(a, a.operand, tuple(range(-trailing, 0)))
     return _affine_applied(a, normalised, per_channel=False)
 
 
 def _instance_norm_apply(a: Application) -> s.Expr:
     """`inorm(x)` of nn.InstanceNorm1d/2d/3d without running statistics: each sample's
     channel normalised over its spatial axes, the affine per channel."""
-    normalised = _normalised(a, a.operand, len(a.shape) - 2)
+    normalised = _normalised(a, a.operand, tuple(range(2, len(a.shape))))
+    return _affine_applied(a, normalised, per_channel=True)
+
+
+def _batch_norm_apply(a: Application) -> s.Expr:
+    """`bn(x)` of nn.BatchNorm1d/2d/3d without running statistics: batch statistics in
+    either mode, each channel normalised over the batch and its positions."""
+    normalised = _normalised(a, a.operand, (0, *range(2, len(a.shape))))
     return _affine_applied(a, normalised, per_channel=True)
 
 
@@ -270,17 +278,18 @@ def _group_norm_apply(a: Application) -> s.Expr:
     grouped = a.call(
         "reshape", a.operand, *map(a.literal, (batch, groups, channels // groups, *spatial))
     )
-    normalised = _normalised(a, grouped, 1 + len(spatial))
+    normalised = _normalised(a, grouped, tuple(range(2, 3 + len(spatial))))
     back = a.call("reshape", normalised, *map(a.literal, a.shape))
     return _affine_applied(a, back, per_channel=True)
 
 
-def _channels_at_axis_1(argument: str, rank: int | None = None) -> Callable:
-    """A norm's operand is [N, C, *spatial], C its `argument` (and its rank `rank`)."""
+def _channels_at_axis_1(argument: str, *ranks: int) -> Callable:
+    """A norm's operand is [N, C, *spatial], C its `argument` (and its rank one of
+    `ranks`, any when none is given)."""
 
     def invalid(arguments: Arguments, shape: tuple[int, ...]) -> str | None:
-        if rank is not None and len(shape) != rank:
-            return f"it takes rank-{rank} tensors [N, C, ...]"
+        if ranks and len(shape) not in ranks:
+            return f"it takes rank-{' or '.join(map(str, sorted(ranks)))} tensors [N, C, ...]"
         if len(shape) < 2 or shape[1] != int(arguments[argument]):
             return f"axis 1 holds the channels, {argument} = {arguments[argument]}"
         return None
@@ -324,8 +333,11 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
             Argument("track_running_stats", _FLAG, batch),
         ),
         _affine("num_features", "affine"),
-        apply=None if batch else _instance_norm_apply,
-        operand_invalid=_channels_at_axis_1("num_features", spatial + 2),
+        apply=_batch_norm_apply if batch else _instance_norm_apply,
+        # BatchNorm1d takes [N, C] as well as [N, C, L]
+        operand_invalid=_channels_at_axis_1(
+            "num_features", *((2, 3) if batch and spatial == 1 else (spatial + 2,))
+        ),
         reads_operand_again=True,
         spatial=spatial,
         buffers=tuple(

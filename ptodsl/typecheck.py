@@ -46,6 +46,20 @@ SPELLED_OUT = {
     "leaky_relu": "where(x > 0.0, x, x * negative_slope)",
     "hardsigmoid": "clamp(x / 6.0 + 0.5, 0.0, 1.0)",
     "softsign": "x / (1.0 + abs(x))",
+    "mish": "x * tanh(max(x, 0.0) + log1p(exp(-abs(x))))",
+    "hardswish": "x * clamp(x / 6.0 + 0.5, 0.0, 1.0)",
+    "relu6": "clamp(x, 0.0, 6.0)",
+    "logsigmoid": "min(x, 0.0) - log1p(exp(-abs(x)))",
+    "selu": "1.0507009873554805 * (max(x, 0.0) + 1.6732632423543772 * (exp(min(x, 0.0)) - 1.0))",
+}
+# torch functions whose result depends on the module's training mode, which ptodsl does not
+# model yet: what a spec writes instead.
+MODE_DEPENDENT = {
+    "dropout": "dropout is the identity in eval mode: leave it out for inference (training "
+    "mode's random mask is not modelled yet)",
+    "batch_norm": "write training mode's batch statistics out (`mean` and `var(..., "
+    "correction=0)` over every axis but the channels), with `bn.weight` and `bn.bias` of a "
+    "declared `weight bn: batch_norm2d(C)`",
 }
 DOMAINS = {
     "real": "any real number (the default)",
@@ -1194,12 +1208,6 @@ class _TypeChecker:
                 note="write out training mode's computation: `mean` and `var(correction=0)` "
                 "over every axis but the channels (the running statistics are not updated)",
             )
-        if definition.apply is None:
-            raise SpecError(
-                f"{module.kind} `{module.name}` is not called: write out what it computes",
-                node.span,
-                note=f"its parameters are `{module.name}.weight` and `{module.name}.bias`",
-            )
         if node.keywords or len(node.args) != 1:
             raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
         parameters = {
@@ -1429,6 +1437,12 @@ class _TypeChecker:
                 f"no builtin `{name}`",
                 node.func_span,
                 note=f"write it out, e.g. `{SPELLED_OUT[name]}`",
+            )
+        if name in MODE_DEPENDENT:
+            raise SpecError(
+                f"no builtin `{name}`: its result depends on train or eval mode",
+                node.func_span,
+                note=MODE_DEPENDENT[name],
             )
         raise SpecError(
             f"unknown function `{name}`",

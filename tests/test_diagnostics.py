@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 
 import ptodsl
+from ptodsl.typecheck import MODE_DEPENDENT, SPELLED_OUT
 
 HEADER = """kernel k
 dims M = 4, N = 8
@@ -66,8 +68,9 @@ CASES = {
     "output y: f32[N]\ny = fc.bias\n",
     "module_number_from_an_input": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N, "
     "eps=x)\noutput y: f32[M, N]\ny = x * gn.weight\n",
-    "module_not_callable": HEADER + "input x: f32[M, N]\nweight gn: group_norm(2, N)\n"
-    "output y: f32[M, N]\ny = gn(x)\n",
+    "module_with_running_statistics_called": HEADER
+    + "input x: f32[M, N]\nweight bn: batch_norm1d(N)\n"
+    "output y: f32[M, N]\ny = bn(x)\n",
     "matmul_contracts_split_axis": HEADER + "input a: f32[M, 2 * N]\ninput b: f32[16, N]\n"
     "output y: f32[M, N]\ny = a @ b\n",
     "matmul_split_batched_operand": HEADER + "input a: f32[2, M, 2 * N]\ninput b: f32[16, N]\n"
@@ -311,3 +314,44 @@ def test_a_long_flat_sum_compiles_and_a_huge_one_is_located():
     assert str(raised.value).startswith(
         "flat.pto:5:5: error: this expression has 1199 terms and operators, more than 1000"
     )
+
+
+TORCH_FUNCTIONS = {
+    "gelu": torch.nn.functional.gelu,
+    "silu": torch.nn.functional.silu,
+    "softplus": torch.nn.functional.softplus,
+    "elu": lambda x: torch.nn.functional.elu(x, alpha=0.7),
+    "hardtanh": torch.nn.functional.hardtanh,
+    "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.3),
+    "hardsigmoid": torch.nn.functional.hardsigmoid,
+    "softsign": torch.nn.functional.softsign,
+    "mish": torch.nn.functional.mish,
+    "hardswish": torch.nn.functional.hardswish,
+    "relu6": torch.nn.functional.relu6,
+    "logsigmoid": torch.nn.functional.logsigmoid,
+    "selu": torch.nn.functional.selu,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLED_OUT))
+def test_a_functions_written_out_form_is_torchs(name):
+    """The note for a torch function without a builtin gives a form that compiles and
+    computes torch's function (its reference, on both signs and large magnitudes)."""
+    with pytest.raises(ptodsl.SpecError, match=f"no builtin `{name}`") as raised:
+        ptodsl.compile(f"kernel f\ndims N = 64\ninput x: f32[N]\noutput y: f32[N]\ny = {name}(x)\n")
+    assert SPELLED_OUT[name] in str(raised.value)
+    spec = (
+        "kernel f\ndims N = 64\nparam alpha: f32 = 0.7\nparam negative_slope: f32 = 0.3\n"
+        f"input x: f32[N]\noutput y: f32[N]\ny = {SPELLED_OUT[name]}\n"
+    )
+    model = ptodsl.compile(spec).reference.Model()
+    x = torch.cat([torch.linspace(-30, 30, 61), torch.tensor([-1e-3, 0.0, 1e-3])]).double()
+    # rtol: torch's softplus returns x itself above x = 20, the exact form x + 2e-9 there
+    torch.testing.assert_close(model(x), TORCH_FUNCTIONS[name](x), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(MODE_DEPENDENT))
+def test_a_mode_dependent_function_says_what_to_write(name):
+    with pytest.raises(ptodsl.SpecError, match="depends on train or eval mode") as raised:
+        ptodsl.compile(f"kernel f\ndims N = 64\ninput x: f32[N]\noutput y: f32[N]\ny = {name}(x)\n")
+    assert MODE_DEPENDENT[name] in str(raised.value)

@@ -435,6 +435,16 @@ y = norm(x)
             "group_norm(4, C, affine=false)",
             lambda: torch.nn.GroupNorm(4, 4, affine=False),
         ),
+        (
+            ", H, W",
+            "batch_norm2d(C, track_running_stats=false)",
+            lambda: torch.nn.BatchNorm2d(4, track_running_stats=False),
+        ),
+        (
+            "",
+            "batch_norm1d(C, eps=0.01, affine=false, track_running_stats=false)",
+            lambda: torch.nn.BatchNorm1d(4, eps=0.01, affine=False, track_running_stats=False),
+        ),
     ],
 )
 def test_a_called_norm_module_computes_torchs_norm(shape, module, torch_module):
@@ -490,6 +500,7 @@ def test_group_norm_of_a_3d_convolution_is_one_call():
         ("group_norm(2, 6)", "axis 1 holds the channels, num_channels = 6"),
         ("group_norm(3, C)", "3 groups do not divide num_channels = 4"),
         ("instance_norm1d(C)", "it takes rank-3 tensors"),
+        ("batch_norm1d(C, track_running_stats=false)", "it takes rank-2 or 3 tensors"),
         ("layer_norm([C, W])", "its trailing axes are not normalized_shape [4, 8]"),
     ],
 )
