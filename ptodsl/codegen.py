@@ -74,6 +74,17 @@ def _expect_argument(name, given, built_for):
         raise ValueError(f"{name}: this kernel is built for {built_for!r}, not {given!r}")
 '''
 
+_EXPECT_TRAINING = '''
+def _expect_training(training, modules):
+    """Eval mode would read running statistics the kernels never use: an error, not
+    training mode's output under eval mode's name."""
+    if not training:
+        raise NotImplementedError(
+            f"ModelNew computes {modules} with training mode's batch statistics: ptodsl "
+            "does not model eval mode's running statistics yet"
+        )
+'''
+
 
 def factory_name(kernel: ir.Kernel) -> str:
     return f"_make_{kernel.name}_kernel"
@@ -387,6 +398,9 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
     """forward's contract on its arguments, each kernel's launches in order, the outputs."""
     spec = program.spec
     statements: list[ast.stmt] = []
+    if program.training_only:
+        names = ", ".join(f"`{m}`" for m in program.training_only)
+        statements.append(pytree.statement(call("_expect_training", name("self.training"), names)))
     for tensor in spec.tensor_arguments:
         dtype = name(f"torch.{tensor.type.dtype.torch_name}")
         reader = program.read(tensor.name)
@@ -621,6 +635,7 @@ def emit_pypto(program: Forward, filename: str) -> str:
     helpers = [Verbatim(_HELPERS)]
     helpers += [Verbatim(_SETTLED)] if row_launches else []
     helpers += [Verbatim(_EXPECT_ARGUMENT)] if any(p.fixed for p in spec.params) else []
+    helpers += [Verbatim(_EXPECT_TRAINING)] if program.training_only else []
     factories = []
     for kernel in kernels:
         factories.append(_factory(kernel))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, modules
 from ptodsl.diagnostics import FrameError
 
 
@@ -42,6 +42,9 @@ class Forward:
     spec: ir.Kernel
     buffers: tuple[Buffer, ...]
     calls: tuple[Call, ...]
+    # Modules with running statistics (BatchNorm): the spec computes training mode's batch
+    # statistics, so forward refuses eval mode rather than return another model's output.
+    training_only: tuple[str, ...] = ()
 
     @property
     def kernels(self) -> tuple[ir.Kernel, ...]:
@@ -89,7 +92,10 @@ def build_forward(spec: ir.Kernel, kernels: list[tuple[ir.Kernel, FrameError | N
         )
         for kernel, why in kernels
     ]
-    return Forward(spec, tuple(buffers), tuple(calls))
+    training_only = tuple(
+        m.name for m in spec.modules if modules.MODULES[m.kind].present_buffers(dict(m.arguments))
+    )
+    return Forward(spec, tuple(buffers), tuple(calls), training_only)
 
 
 def forward_faults(program: Forward) -> list[str]:
@@ -153,6 +159,9 @@ def _layout(kernel: ir.Kernel, tensor: ir.Tensor) -> ir.TensorType:
 def format_forward(program: Forward) -> str:
     """`--emit forward`: the buffers and the calls, each with what it reads and writes."""
     lines = [f"forward {program.spec.name}"]
+    if program.training_only:
+        names = ", ".join(program.training_only)
+        lines.append(f"  training mode only: {names} (running statistics not modelled)")
     for buffer in program.buffers:
         shape = ", ".join(map(str, buffer.type.shape))
         lines.append(f"  buffer {buffer.name}: {buffer.type.dtype.value}[{shape}]")
