@@ -169,3 +169,18 @@ def test_a_model_new_with_running_statistics_refuses_eval_mode():
     )
     assert "training mode only" not in format_forward(untracked.program)
     assert "_expect_training" not in untracked.source
+
+
+def test_level_2_68s_constant_follows_the_value_passed():
+    """`nn.Parameter(torch.tensor(constant))`: ModelNew starts the weight at the value it is
+    built with, as the Model does, under the same name."""
+    stem = "68_Matmul_Min_Subtract"
+    compiled = ptodsl.compile((ROOT / f"examples/kernelbench-level2/{stem}.pto").read_text())
+    problem = import_file(ROOT / f"tests/problems/kernelbench-level2/{stem}.py", "state_68")
+    torch.manual_seed(3)
+    model = problem.Model(10, 5, -1.25)
+    torch.manual_seed(3)
+    built = compiled.ModelNew(10, 5, -1.25)
+    assert built.constant.item() == -1.25 and built.constant.shape == ()
+    for name, value in model.state_dict().items():
+        assert torch.equal(built.state_dict()[name], value), name
