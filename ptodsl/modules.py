@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import math
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -93,6 +94,8 @@ class ModuleDef:
     # why `fc(x)` cannot take an operand of this shape, or None
     operand_invalid: Callable[[Arguments, tuple[int, ...]], str | None] | None = None
     reads_operand_again: bool = False  # `apply` names the operand more than once
+    # the argument counting the channels of an [N, C, ...] operand (a norm's), or None
+    channels: str | None = None
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -231,12 +234,13 @@ def _normalised(a: Application, x: s.Expr, axes: tuple[int, ...]) -> s.Expr:
 
 def _affine_applied(a: Application, value: s.Expr, per_channel: bool) -> s.Expr:
     """`value * weight + bias`, absent parameters left out; `per_channel`: broadcast along
-    axis 1 (`weight.reshape(C, 1, 1)`), else elementwise over the trailing axes."""
-    channels, *spatial = a.shape[1:] if per_channel else (0,)
+    axis 1 (`weight.reshape(C, 1, 1)`; a weight whose axis a spec splits, `G * CG`, is
+    merged so), else elementwise over the trailing axes."""
 
     def broadcast(parameter: s.Expr) -> s.Expr:
-        if not spatial:
+        if not per_channel:
             return parameter
+        channels, *spatial = a.shape[1:]
         return a.call("reshape", parameter, *map(a.literal, (channels, *(1,) * len(spatial))))
 
     if "weight" in a.parameters:
@@ -281,6 +285,21 @@ def _group_norm_apply(a: Application) -> s.Expr:
     normalised = _normalised(a, grouped, tuple(range(2, 3 + len(spatial))))
     back = a.call("reshape", normalised, *map(a.literal, a.shape))
     return _affine_applied(a, back, per_channel=True)
+
+
+def channel_view(definition: ModuleDef, arguments: Arguments, shape: tuple[int, ...]) -> tuple:
+    """The operand's shape as the module sees it: a channel axis a spec splits into logical
+    axes (`[B, G, CG]` of `linear(K, G * CG)`) merged back into one (`[B, G * CG]`), which
+    is unambiguous, as torch would refuse a tensor whose axis 1 is not the channel count."""
+    if definition.channels is None or len(shape) < 2:
+        return shape
+    channels = int(arguments[definition.channels])
+    for end in range(2, len(shape) + 1):
+        if math.prod(shape[1:end]) == channels:
+            return (shape[0], channels, *shape[end:])
+        if math.prod(shape[1:end]) > channels:
+            break
+    return shape
 
 
 def _channels_at_axis_1(argument: str, *ranks: int) -> Callable:
@@ -339,6 +358,7 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
             "num_features", *((2, 3) if batch and spatial == 1 else (spatial + 2,))
         ),
         reads_operand_again=True,
+        channels="num_features",
         spatial=spatial,
         buffers=tuple(
             Buffer(attribute, shape, dtype, ("track_running_stats",))
@@ -389,6 +409,7 @@ MODULES: dict[str, ModuleDef] = {
             _affine("num_channels", "affine"),
             apply=_group_norm_apply,
             invalid=_group_norm_invalid,
+            channels="num_channels",
             operand_invalid=_channels_at_axis_1("num_channels"),
             reads_operand_again=True,
         ),

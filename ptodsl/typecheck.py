@@ -1218,13 +1218,14 @@ class _TypeChecker:
         operand = self.expr(node.args[0])
         if not isinstance(operand.type, ir.TensorType):
             raise SpecError(f"`{module.name}` takes a tensor", node.args[0].span)
-        shape = operand.type.shape
+        logical = operand.type.shape
+        shape = modules.channel_view(definition, arguments, logical)
         problem = (
             definition.operand_invalid(arguments, shape) if definition.operand_invalid else None
         )
         if problem is not None:
             raise SpecError(
-                f"{module.kind} `{module.name}` cannot take a [{', '.join(map(str, shape))}] "
+                f"{module.kind} `{module.name}` cannot take a [{', '.join(map(str, logical))}] "
                 f"tensor: {problem}",
                 node.args[0].span,
                 note=f"torch's {definition.torch} refuses it too",
@@ -1238,7 +1239,12 @@ class _TypeChecker:
             self.body.append(ir.Let(name, operand, given.span))
             given = s.Name(name, given.span)
         application = modules.Application(given, shape, parameters, arguments, node.span)
-        return self.expr(definition.apply(application))
+        if shape == logical:
+            return self.expr(definition.apply(application))
+        # a split channel axis, merged for the module and split back
+        merged = application.call("reshape", given, *map(application.literal, shape))
+        value = definition.apply(attrs.evolve(application, operand=merged))
+        return self.expr(application.call("reshape", value, *map(application.literal, logical)))
 
     def computed_operand(
         self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool

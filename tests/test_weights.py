@@ -494,6 +494,26 @@ def test_group_norm_of_a_3d_convolution_is_one_call():
     assert run_check(compiled, against=problem, resize=ci_resize(stem)).ok
 
 
+def test_group_norm_of_a_split_channel_axis_is_one_call():
+    """Level 2 #30 splits the GEMM's features into groups (`G * CG`): `group_norm(gemm(x))`
+    sees them as one channel axis, as torch does, and gives the written-out spec's plan
+    (the same phases and tiles); it passes the check against the problem."""
+    stem = "30_Gemm_GroupNorm_Hardtanh"
+    written_out = (ROOT / f"examples/kernelbench-level2/{stem}.pto").read_text()
+    body = written_out[written_out.index("let h = ") :]
+    called = written_out.replace(
+        body, "y = clamp(group_norm(gemm(x)), hardtanh_min, hardtanh_max)\n"
+    )
+    compiled = ptodsl.compile(called, name=f"{stem}.pto", dims=CI_DIMS[stem])
+    original = ptodsl.compile(written_out, name=f"{stem}.pto", dims=CI_DIMS[stem])
+    phases = [(p.shape, p.tile) for p in compiled.kernel.schedule.phases]
+    assert phases == [(p.shape, p.tile) for p in original.kernel.schedule.phases]
+    problem = ROOT / f"tests/problems/kernelbench-level2/{stem}.py"
+    assert run_check(compiled, against=problem, resize=ci_resize(stem)).ok
+    with pytest.raises(ptodsl.SpecError, match=re.escape("cannot take a [128, 8, 64] tensor")):
+        ptodsl.compile(called.replace("group_norm(num_groups, out_features)", "group_norm(8, 256)"))
+
+
 @pytest.mark.parametrize(
     ("module", "message"),
     [
