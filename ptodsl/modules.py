@@ -91,8 +91,9 @@ class ModuleDef:
     # why these arguments cannot build the module, or None
     invalid: Callable[[Arguments], str | None] | None = None
     buffers: tuple[Buffer, ...] = ()  # in the order torch registers them
-    # why `fc(x)` cannot take an operand of this shape, or None
+    # why `fc(x)` cannot take an operand of this shape beyond its rank and channels, or None
     operand_invalid: Callable[[Arguments, tuple[int, ...]], str | None] | None = None
+    operand_ranks: tuple[int, ...] = ()  # the ranks `fc(x)` takes (none: any)
     reads_operand_again: bool = False  # `apply` names the operand more than once
     # the argument counting the channels of an [N, C, ...] operand (a norm's), or None
     channels: str | None = None
@@ -105,6 +106,17 @@ class ModuleDef:
 
     def present_buffers(self, arguments: Mapping[str, ir.ParamValue]) -> tuple[Buffer, ...]:
         return tuple(b for b in self.buffers if all(arguments[f] for f in b.present_if))
+
+    def operand_problem(self, arguments: Arguments, shape: tuple[int, ...]) -> str | None:
+        """Why torch's module refuses an operand of this shape (as `channel_view` sees
+        it: [N, C, *spatial] for a norm), or None."""
+        ranks = self.operand_ranks
+        if ranks and len(shape) not in ranks:
+            return f"it takes rank-{' or '.join(map(str, sorted(ranks)))} tensors [N, C, ...]"
+        channels = self.channels
+        if channels is not None and (len(shape) < 2 or shape[1] != int(arguments[channels])):
+            return f"axis 1 holds the channels, {channels} = {arguments[channels]}"
+        return self.operand_invalid(arguments, shape) if self.operand_invalid else None
 
 
 def _linear(a: Application) -> s.Expr:
@@ -302,20 +314,6 @@ def channel_view(definition: ModuleDef, arguments: Arguments, shape: tuple[int, 
     return shape
 
 
-def _channels_at_axis_1(argument: str, *ranks: int) -> Callable:
-    """A norm's operand is [N, C, *spatial], C its `argument` (and its rank one of
-    `ranks`, any when none is given)."""
-
-    def invalid(arguments: Arguments, shape: tuple[int, ...]) -> str | None:
-        if ranks and len(shape) not in ranks:
-            return f"it takes rank-{' or '.join(map(str, sorted(ranks)))} tensors [N, C, ...]"
-        if len(shape) < 2 or shape[1] != int(arguments[argument]):
-            return f"axis 1 holds the channels, {argument} = {arguments[argument]}"
-        return None
-
-    return invalid
-
-
 def _layer_norm_operand_invalid(arguments: Arguments, shape: tuple[int, ...]) -> str | None:
     normalized = arguments["normalized_shape"]
     normalized = normalized if isinstance(normalized, tuple) else (int(normalized),)
@@ -354,9 +352,7 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
         _affine("num_features", "affine"),
         apply=_batch_norm_apply if batch else _instance_norm_apply,
         # BatchNorm1d takes [N, C] as well as [N, C, L]
-        operand_invalid=_channels_at_axis_1(
-            "num_features", *((2, 3) if batch and spatial == 1 else (spatial + 2,))
-        ),
+        operand_ranks=(2, 3) if batch and spatial == 1 else (spatial + 2,),
         reads_operand_again=True,
         channels="num_features",
         spatial=spatial,
@@ -410,7 +406,6 @@ MODULES: dict[str, ModuleDef] = {
             apply=_group_norm_apply,
             invalid=_group_norm_invalid,
             channels="num_channels",
-            operand_invalid=_channels_at_axis_1("num_channels"),
             reads_operand_again=True,
         ),
         ModuleDef(

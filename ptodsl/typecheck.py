@@ -75,6 +75,7 @@ FIXED_FLAG_TYPE = "bool"  # `param return_indices: bool = false`: a fixed flag
 # `= ones`, `= zeros` (or any number) fill; `= randn`, `= rand` (times a number) draw.
 WEIGHT_FILLS = {"ones": 1.0, "zeros": 0.0}
 WEIGHT_DRAWS = ("randn", "rand")
+PARAM_FILL_NOTE = "`= ones * init` starts every element at the constructor's `init`, a float param"
 # What `cast` widens to f32 exactly.
 HALF_PRECISION = frozenset({ir.DType.F16, ir.DType.BF16})
 # Keyword names torch or numpy use where a spec has its own: a did-you-mean, not a typo.
@@ -471,15 +472,13 @@ class _TypeChecker:
                 raise SpecError(
                     f"`{node.rhs.id}` is not a param of the constructor",
                     node.rhs.span,
-                    note="`= ones * init` starts every element at the constructor's `init`, "
-                    "a float param",
+                    note=PARAM_FILL_NOTE,
                 )
             if name.id != "ones":
                 raise SpecError(
                     "only `ones` is scaled by a param",
                     node.span,
-                    note="`= ones * init` starts every element at the constructor's `init`, "
-                    "a float param; a draw is scaled by a number (`= randn * 0.02`)",
+                    note=PARAM_FILL_NOTE + "; a draw is scaled by a number (`= randn * 0.02`)",
                 )
             return ir.ParamFilled(node.rhs.id)
         if isinstance(node, s.Binary) and name.id in WEIGHT_FILLS:
@@ -1220,9 +1219,7 @@ class _TypeChecker:
             raise SpecError(f"`{module.name}` takes a tensor", node.args[0].span)
         logical = operand.type.shape
         shape = modules.channel_view(definition, arguments, logical)
-        problem = (
-            definition.operand_invalid(arguments, shape) if definition.operand_invalid else None
-        )
+        problem = definition.operand_problem(arguments, shape)
         if problem is not None:
             raise SpecError(
                 f"{module.kind} `{module.name}` cannot take a [{', '.join(map(str, logical))}] "
