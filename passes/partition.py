@@ -240,12 +240,22 @@ def split(kernel: ir.Kernel, point: tuple[ir.Kernel, str]) -> tuple[ir.Kernel, i
     """The kernel that computes the let `point` names (and every let both sides read), and
     the kernel that reads them as inputs and computes the rest."""
     kernel, cut = point
+    updating = {o.name for o in kernel.outputs if o.updates is not None}
     lets = {s.name: s for s in kernel.body if isinstance(s, ir.Let)}
     position = {s.name: i for i, s in enumerate(kernel.body) if isinstance(s, ir.Let)}
     written = _closure({cut}, lets)  # the lets the first kernel computes
+    # A running statistic's update the first kernel can compute is stored there, beside
+    # the statistics it shares with the normalisation (the rest may not hold their frame).
+    early = [
+        s
+        for s in kernel.body
+        if isinstance(s, ir.Store)
+        and s.output in updating
+        and all(name in written or name not in lets for name in _read([s]))
+    ]
     # What the rest reads: its stores and the later lets they need, transitively.
     later = {n: let for n, let in lets.items() if position[n] > position[cut]}
-    stores = [s for s in kernel.body if isinstance(s, ir.Store)]
+    stores = [s for s in kernel.body if isinstance(s, ir.Store) and s not in early]
     live = [later[n] for n in _closure(_read(stores), later)]
     read_after = _read([*stores, *live])
     # Tensor lets the rest reads and the first computes: written once, read from memory.
@@ -253,11 +263,12 @@ def split(kernel: ir.Kernel, point: tuple[ir.Kernel, str]) -> tuple[ir.Kernel, i
         (name for name in written & read_after if isinstance(lets[name].value.type, ir.TensorType)),
         key=position.__getitem__,
     )
-    writer_lets = [lets[n] for n in sorted(_closure(set(between), lets), key=position.__getitem__)]
+    needed = _closure(set(between) | _read(early), lets)
+    writer_lets = [lets[n] for n in sorted(needed, key=position.__getitem__)]
     intermediates = [_intermediate(lets[n]) for n in between]
     # In the first kernel the intermediates are outputs: stored as computed where no other
     # let reads them (no copy), else their lets get names of their own.
-    read_by_lets = _read(writer_lets)
+    read_by_lets = _read([*writer_lets, *early])
     stored = {n for n in between if n not in read_by_lets}
     renamed = {n: kernel.free_name(f"{n}_value") for n in between if n not in stored}
 
@@ -278,19 +289,29 @@ def split(kernel: ir.Kernel, point: tuple[ir.Kernel, str]) -> tuple[ir.Kernel, i
         for n in between
         if n not in stored
     ]
+    writer_body += [attrs.evolve(s, value=ir.map_expr(s.value, rename)) for s in early]
+    moved = {s.output for s in early}
     # named after what it writes (the last kernel keeps the spec's name): short enough for
     # the names generated from it (`_make_<name>_kernel`, a staging launch's) to fit a line
     writer = _part(
         kernel,
         cut if cut != kernel.name else f"{cut}_part",
         writer_body,
-        outputs=tuple(ir.Output(t.name, t.type, t.span, t.dims) for t in intermediates),
+        outputs=(
+            *(ir.Output(t.name, t.type, t.span, t.dims) for t in intermediates),
+            *(o for o in kernel.outputs if o.name in moved),
+        ),
         extra_inputs=(),
     )
     # The rest keeps its own lets (scalars, and tensors the first kernel does not write).
-    reader_body = [s for s in kernel.body if not (isinstance(s, ir.Let) and s.name in between)]
+    reader_body = [
+        s
+        for s in kernel.body
+        if not (isinstance(s, ir.Let) and s.name in between) and s not in early
+    ]
+    reader_outputs = tuple(o for o in kernel.outputs if o.name not in moved)
     reader = _part(
-        kernel, kernel.name, reader_body, outputs=kernel.outputs, extra_inputs=intermediates
+        kernel, kernel.name, reader_body, outputs=reader_outputs, extra_inputs=intermediates
     )
     return writer, reader
 

@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     request = json.loads((work_dir / problems.REQUEST_FILE).read_text())
     sent = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)
     try:
-        result = run(request, sent["weights"], sent["inputs"])
+        result = run(request, sent["weights"], sent["inputs"], sent["buffers"])
     except ProblemFault as fault:
         (work_dir / problems.ERROR_FILE).write_text(str(fault))
         return 1
@@ -143,10 +143,11 @@ def run(
     request: dict[str, Any],
     weights: list[torch.Tensor],
     draws: list[list[torch.Tensor] | None] | None = None,
+    buffers: list[dict[str, torch.Tensor]] | None = None,
 ) -> dict[str, Any]:
     """What the problem gives under the request's seed; its Model runs forward on each of
     `draws`: get_inputs()'s (None), or a draw's tensors followed by get_inputs()'s
-    numbers."""
+    numbers; in the request's mode, each from its own `buffers` (state_dict names)."""
     path = Path(request["problem"])
     module, scaled = _call("loading the problem", lambda: _load(path, request["constants"]))
     for name in ("get_inputs", "get_init_inputs", "Model"):
@@ -180,6 +181,7 @@ def run(
     )
     expected = None
     scales = None
+    moved: set[str] = set()
     returns, dtypes, shapes = _result_form(model, given)
     if fits:
         scales = [spread(parameter.detach()) for parameter in parameters]
@@ -187,7 +189,13 @@ def run(
             for parameter, weight, scale in zip(parameters, weights, scales, strict=True):
                 parameter.copy_(weight * scale)
         model = model.double()
-        expected = [_forward(model, arguments) for arguments in runs]
+        model.train(request.get("training", True))
+        seeds = request.get("forward_seeds") or [None] * len(runs)
+        starts = buffers or [{}] * len(runs)
+        expected = [
+            _forward_from(model, arguments, start, seed, request.get("updated", []), moved)
+            for arguments, start, seed in zip(runs, starts, seeds, strict=True)
+        ]
     return {
         "init_values": init_values,
         "inputs": given,
@@ -200,7 +208,33 @@ def run(
         "returns": returns,
         "dtypes": dtypes,
         "shapes": shapes,
+        "moved": sorted(moved),
     }
+
+
+def _forward_from(
+    model: torch.nn.Module,
+    given: list[Any],
+    buffers: dict[str, torch.Tensor],
+    seed: int | None,
+    updated: list[str],
+    moved: set[str],
+) -> list[torch.Tensor]:
+    """The outputs of one forward from the draw's `buffers` values, torch seeded with
+    `seed` just before it as ModelNew's run is (its dropout masks are then the same draws);
+    then the `updated` buffers' new values. The buffers forward changed join `moved`."""
+    own = dict(model.named_buffers())
+    for name, value in buffers.items():
+        if name not in own:
+            raise ProblemFault(f"the Model has no buffer `{name}`, which the spec reads")
+        with torch.no_grad():
+            own[name].copy_(value)
+    before = {name: value.detach().clone() for name, value in own.items()}
+    if seed is not None:
+        torch.manual_seed(seed)
+    outputs = _forward(model, given)
+    moved.update(name for name, value in own.items() if not torch.equal(value, before[name]))
+    return outputs + [_own(own[name].detach().clone()) for name in updated]
 
 
 def _forward(model: torch.nn.Module, given: list[Any]) -> list[torch.Tensor]:

@@ -63,11 +63,14 @@ def simulate(
     model = module.ModelNew(**payload["init_kwargs"])
     if payload["state"]:
         # The weights are every parameter; a module's buffers (BatchNorm's running
-        # statistics) keep the values its constructor gave them.
+        # statistics) are loaded when the spec reads them, else keep their initial values.
         missing, unexpected = model.load_state_dict(payload["state"], strict=False)
         parameters = dict(model.named_parameters())
         unloaded = [name for name in missing if name in parameters]
         assert not unexpected and not unloaded, f"state {unexpected} does not fit {unloaded}"
+    model.train(payload["training"])
+    if payload["forward_seed"] is not None:
+        torch.manual_seed(payload["forward_seed"])  # the problem's run draws dropout so
     with torch.no_grad():
         result = model(*payload["inputs"])
         interpret.finish_launches()  # launches in flight write the outputs when they end
@@ -81,7 +84,10 @@ def simulate(
     ]
     form = {"returns": describe_result(result), "changed_inputs": changed}
     (request_dir / simulator._FORM_FILE).write_text(json.dumps(form))
-    return [_compact(t.detach()) for t in _as_list(result)]
+    # training mode's new running statistics, as the problem's Model's are compared
+    buffers = dict(model.named_buffers())
+    updated = [buffers[name].detach().clone() for name in payload["updated"]]
+    return [_compact(t.detach()) for t in _as_list(result)] + updated
 
 
 def _launch_kernel(module: Any, request: dict[str, Any], payload: dict[str, Any]) -> list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Mapping
@@ -62,6 +63,17 @@ class Compiled:
     def program(self) -> Forward:
         """The forward program `source` was generated from: its kernels, in call order."""
         return self.lowered.forward
+
+    def in_eval_mode(self) -> Compiled:
+        """The same generated module seen through its eval-mode program (a spec whose
+        result depends on the module mode): what `check` compares in eval mode."""
+        assert self.lowered.eval is not None, "the spec's result does not depend on the mode"
+        other = copy.copy(self)
+        other.__dict__.pop("reference", None)  # the cached training-mode reference
+        other.lowered = self.lowered.eval
+        other.reference_source = emit_reference(self.lowered.eval.checked, self.filename)
+        other.plan = program_plan(self.lowered.eval.forward)
+        return other
 
     @functools.cached_property
     def module(self) -> ModuleType:

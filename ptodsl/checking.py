@@ -190,6 +190,11 @@ class CheckReport:
     degenerate: tuple[str, ...] = ()
     # the spec's dims as the problem's shapes bound them (`--set`), each with its source
     bound_dims: tuple[str, ...] = ()
+    # A spec whose result depends on the module mode is checked in each: this report is
+    # training mode's (its outputs include the running statistics forward updates),
+    # `eval_mode` eval mode's.
+    mode: str | None = None
+    eval_mode: CheckReport | None = None
 
     @property
     def failed_passes(self) -> tuple[PassCheck, ...]:
@@ -197,17 +202,20 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs) and not self.problems and not self.failed_passes
+        own = all(o.ok for o in self.outputs) and not self.problems and not self.failed_passes
+        return own and (self.eval_mode is None or self.eval_mode.ok)
 
     @property
     def verdict(self) -> str:
         if not self.ok:
             return "FAIL"
-        return "DEGENERATE" if self.degenerate else "PASS"
+        degenerate = self.degenerate or (self.eval_mode is not None and self.eval_mode.degenerate)
+        return "DEGENERATE" if degenerate else "PASS"
 
     def to_json(self) -> dict:
         """The report as strict JSON values: a number that is not finite becomes null."""
-        return to_json(self) | {"bound_rule": BOUND_RULE, "verdict": self.verdict}
+        own = to_json(self) | {"bound_rule": BOUND_RULE, "verdict": self.verdict}
+        return own | {"eval_mode": None if self.eval_mode is None else self.eval_mode.to_json()}
 
 
 # Outputs are judged in flat chunks of this many elements: the float64 temporaries of a
@@ -344,7 +352,7 @@ class Case:
         """`ModelNew.forward`'s arguments, and the weights' values to load as module state."""
         pairs = list(zip(checked.inputs, self.inputs, strict=True))
         tensors = [value for tensor, value in pairs if tensor.init is None]
-        state = {tensor.state_name: value for tensor, value in pairs if tensor.init is not None}
+        state = {tensor.state_name: value for tensor, value in pairs if tensor.is_module_state}
         return [*tensors, *self.forward_scalars], state
 
 
@@ -434,7 +442,7 @@ def spec_case(compiled: Compiled, draw: Draw) -> Case:
     if checked.weights:  # each at its module's own spread, as --against draws them
         spreads = module_spreads(checked, _reference_model(compiled, init_kwargs, draw.weight_seed))
         inputs = [
-            value * spreads[tensor.name] if tensor.init is not None else value
+            value * spreads[tensor.name] if tensor.is_weight else value
             for tensor, value in zip(checked.inputs, inputs, strict=True)
         ]
     forward_scalars = [p.default for p in checked.forward_params]
@@ -555,8 +563,10 @@ def problem_cases(
         dict(zip((t.name for t in checked.inputs), draw_inputs(checked, draw), strict=True))
         for draw in draws_
     ]
-    weight_values = {t.name: drawn[0][t.name] for t in checked.inputs if t.init is not None}
+    weight_values = {t.name: drawn[0][t.name] for t in checked.weights}
     in_torch_order = [weight_values[w.name] for w in checked.weights_in_torch_order]
+    # each draw's running statistics, loaded into the Model before its forward
+    buffers = [{t.state_name: values[t.name] for t in checked.buffer_inputs} for values in drawn]
     given = [
         None if draw.problem_inputs else [values[t.name] for t in checked.tensor_arguments]
         for draw, values in zip(draws_, drawn, strict=True)
@@ -573,11 +583,16 @@ def problem_cases(
         timeout,
         model_new=model_new,
         inputs=given,
+        mode=checked.mode,
+        buffers=buffers,
+        forward_seeds=[draw.data_seed for draw in draws_],
+        updated=[o.updates for o in checked.outputs if o.updates is not None],
     )
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
     _check_state(checked, run, where)
     _check_parameters(checked, run, where, expect_drop_in=own_inputs)
+    _check_moved(checked, run, where)
     assert run.expected is not None, "the weights fit, so the problem ran forward"
     assert run.weight_scales is not None
     # The problem ran with each weight at its parameter's own spread; so does ModelNew.
@@ -599,7 +614,7 @@ def problem_cases(
                 init_kwargs,
                 tensors,
                 scalars,
-                weight_values,
+                {**values, **weight_values},
                 tuple(expected),
             )
         )
@@ -614,18 +629,21 @@ def _problem_case(
     init_kwargs: dict[str, ir.ParamValue],
     tensors: list[torch.Tensor],
     scalars: list[float],
-    weight_values: Mapping[str, torch.Tensor],
+    drawn: Mapping[str, torch.Tensor],
     expected: tuple[torch.Tensor, ...],
 ) -> Case:
-    """One draw's case from the problem's run: its outputs checked against the spec's
-    declarations and its own float64 evaluation (`_expect_same_meaning`)."""
+    """One draw's case from the problem's run (`drawn`: the draw's weights, buffers and
+    masks, by input name): its outputs checked against the spec's declarations and its own
+    float64 evaluation (`_expect_same_meaning`)."""
     checked = compiled.lowered.checked
     by_name = dict(zip((t.name for t in checked.tensor_arguments), tensors, strict=True))
-    inputs = [by_name.get(t.name, weight_values.get(t.name)) for t in checked.inputs]
+    inputs = [by_name.get(t.name, drawn.get(t.name)) for t in checked.inputs]
+    # the worker gives the Model's outputs, then the buffers training mode updates
+    updated = len(checked.outputs) - len(checked.returned_outputs)
     if len(expected) != len(checked.outputs):
         raise ProblemError(
-            f"{where}: its Model returns {len(expected)} outputs, the spec declares "
-            f"{len(checked.outputs)}"
+            f"{where}: its Model returns {len(expected) - updated} outputs, the spec "
+            f"declares {len(checked.returned_outputs)}"
         )
     for output, value in zip(checked.outputs, expected, strict=True):
         if tuple(value.shape) != output.declared_shape:
@@ -821,6 +839,22 @@ def _check_state(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
         raise ProblemError(f"{where}: {'; '.join(run.drop_in.loads)}")
 
 
+def _check_moved(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
+    """The Model's forward changes a buffer ModelNew's leaves as it was (BatchNorm's running
+    statistics, written out by hand as batch statistics): a drop-in that drifts from the
+    Model in eval mode."""
+    updated = {o.updates for o in checked.outputs if o.updates is not None}
+    counted = {name.split(".")[0] + ".num_batches_tracked" for name in updated}
+    unmodelled = [name for name in run.moved if name not in updated | counted]
+    if unmodelled:
+        names = ", ".join(f"`{name}`" for name in unmodelled)
+        raise ProblemError(
+            f"{where}: its Model's forward updates {names}, which ModelNew's leaves as it "
+            "was; apply the module (`bn(x)` for `weight bn: batch_norm2d(C)`): ModelNew then "
+            "updates its running statistics in training mode and uses them in eval mode"
+        )
+
+
 def _how_it_starts(weight: ir.Input, checked: ir.Kernel) -> str:
     if isinstance(weight.init, ir.ModuleParameter):
         module = next(m for m in checked.modules if m.name == weight.init.module)
@@ -902,7 +936,40 @@ def run_check(
     `check_steps(compiled)` steps: the golden, then each launch simulated of the seeded
     draw, then each other draw. `launch_jobs`: a kernel whose launches run in workers of
     their own runs up to that many at once, as many as fit in the memory available
-    (`launches_in_flight`)."""
+    (`launches_in_flight`). A spec whose result depends on the module mode (BatchNorm's
+    running statistics, dropout) is checked in training mode, its updated running
+    statistics compared as outputs, then in eval mode (`CheckReport.eval_mode`), each draw
+    from the same drawn running statistics."""
+    arguments = dict(
+        kernel_path=kernel_path,
+        seed=seed,
+        passes=passes,
+        against=against,
+        resize=resize,
+        timeout=timeout,
+        progress=progress,
+        launch_jobs=launch_jobs,
+    )
+    report = _run_check_in_mode(compiled, **arguments)
+    if compiled.lowered.eval is None:
+        return report
+    eval_report = _run_check_in_mode(compiled.in_eval_mode(), **arguments)
+    return attrs.evolve(report, eval_mode=eval_report)
+
+
+def _run_check_in_mode(
+    compiled: Compiled,
+    *,
+    kernel_path: Path | None,
+    seed: int,
+    passes: str,
+    against: Path | None,
+    resize: Resize | None,
+    timeout: float,
+    progress: Progress | None,
+    launch_jobs: int,
+) -> CheckReport:
+    """`run_check` of the mode `compiled` is lowered for."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.program)
     available = available_bytes()
     if needed > available:
@@ -968,6 +1035,7 @@ def run_check(
         not_run=tuple(later.not_run),
         unreached=tuple(r.describe() for r in unreached([c.observation for c in later.cases])),
         degenerate=degenerate,
+        mode=None if checked.mode is None else checked.mode.value,
     )
 
 
@@ -1046,6 +1114,9 @@ class _DrawRunner:
             launches=launches,
             launches_in_flight=in_flight,
             on_launch=on_launch,
+            mode=checked.mode,
+            forward_seed=case.draw.data_seed,
+            updated=[o.updates for o in checked.outputs if o.updates is not None],
         )
         del goldens, arguments, state
         expected, scales = case.expected, case.scales
@@ -1080,7 +1151,7 @@ class _DrawRunner:
             "leaves its inputs as they were"
             for what, on in written.items()
         ]
-        count = len(checked.outputs)
+        count = len(checked.returned_outputs)
         wanted = seeded.returns or ("a tensor" if count == 1 else f"a tuple of {count} tensors")
         returned = {run.returns for run in self.runs if run.returns}
         for returns in sorted(returned - {wanted}):
@@ -1325,7 +1396,10 @@ def launches_in_flight(program: Forward, jobs: int) -> int:
 def check_steps(compiled: Compiled) -> int:
     """The steps `run_check` reports at least: the golden, each launch of the kernel on the
     seeded draw, and the draws that always run after it."""
-    return 1 + compiled.program.launch_count + sum(d.always for d in draws(0)[1:])
+    launches = compiled.program.launch_count
+    launches += 0 if compiled.program.eval is None else compiled.program.eval.launch_count
+    modes = 1 if compiled.program.eval is None else 2
+    return modes * (1 + sum(d.always for d in draws(0)[1:])) + launches
 
 
 def _launch_steps(progress: Progress, compiled: Compiled) -> Callable[[int], None]:
@@ -1350,8 +1424,20 @@ _VERIFY_TEXT = {
 
 
 def format_report(report: CheckReport) -> str:
+    """The report as `ptodsl check` prints it; a mode-dependent spec's training mode, then
+    its eval mode, then the verdict over both."""
+    if report.eval_mode is None:
+        return _format_mode(report, report.verdict)
+    verdict = f"result: {report.verdict} (training mode and eval mode)\n"
+    own = attrs.evolve(report, eval_mode=None)
+    return _format_mode(own, None) + _format_mode(report.eval_mode, None) + verdict
+
+
+def _format_mode(report: CheckReport, verdict: str | None) -> str:
+    """One mode's report; the verdict line closes it unless `verdict` is None."""
+    mode = "" if report.mode is None else f" in {report.mode} mode"
     lines = [
-        f"ptodsl check {report.kernel}: {report.verdict}",
+        f"ptodsl check {report.kernel}{mode}: {report.verdict}",
         f"  spec:    {report.spec}",
         f"  kernel:  {report.module}",
         f"  golden:  {report.golden}",
@@ -1431,5 +1517,6 @@ def format_report(report: CheckReport) -> str:
         f"simulated time: {report.sim_time_us:.2f} us (AICore end-to-end), "
         f"{report.total_cycles} cycles"
     )
-    lines.append(f"result: {report.verdict}")
+    if verdict is not None:
+        lines.append(f"result: {verdict}")
     return "\n".join(lines) + "\n"

@@ -74,15 +74,14 @@ def _expect_argument(name, given, built_for):
         raise ValueError(f"{name}: this kernel is built for {built_for!r}, not {given!r}")
 '''
 
-_EXPECT_TRAINING = '''
-def _expect_training(training, modules):
-    """Eval mode would read running statistics the kernels never use: an error, not
-    training mode's output under eval mode's name."""
-    if not training:
-        raise NotImplementedError(
-            f"ModelNew computes {modules} with training mode's batch statistics: ptodsl "
-            "does not model eval mode's running statistics yet"
-        )
+DROPOUT_MASK = '''
+def _dropout_mask(shape, p, dtype, device):
+    """Training mode's dropout mask, drawn as torch's own dropout draws it
+    (`empty_like(x).bernoulli_(1 - p).div_(1 - p)`; p = 0 and p = 1 draw nothing): on CPU,
+    under one seed, the mask torch.nn.functional.dropout would apply."""
+    if p == 0 or p == 1:
+        return torch.full(shape, float(p == 0), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device).bernoulli_(1 - p).div_(1 - p)
 '''
 
 
@@ -374,17 +373,30 @@ def _model(program: Forward) -> ast.ClassDef:
     spec = program.spec
     arguments = spec.tensor_arguments
     forward_names = [t.name for t in arguments] + [p.name for p in spec.forward_params]
-    returned = ", ".join(o.name for o in spec.outputs)
+    returned = ", ".join(o.name for o in spec.returned_outputs)
     docstring = f"`{spec.name}` as a drop-in module: forward({', '.join(forward_names)}) "
     docstring += f"returns {returned}."
     if len(docstring) > 90:  # a long signature goes on a line of its own
         docstring = docstring.replace(": forward", ".\n\nforward", 1) + "\n"
-    methods = [
-        pytree.function("__init__", _init_parameters(spec), _init_body(spec)),
-        pytree.function(
-            "forward", pytree.arguments(["self", *forward_names]), _forward_body(program)
-        ),
-    ]
+    signature = pytree.arguments(["self", *forward_names])
+    methods = [pytree.function("__init__", _init_parameters(spec), _init_body(spec))]
+    if program.eval is None:
+        methods.append(pytree.function("forward", signature, _forward_body(program)))
+    else:  # a method per mode, as torch's `training` flag chooses
+        given = [name(n) for n in forward_names]
+        dispatch = [
+            ast.If(
+                name("self.training"),
+                [pytree.returns(method(name("self"), "_training_forward", *given))],
+                [],
+            ),
+            pytree.returns(method(name("self"), "_eval_forward", *given)),
+        ]
+        methods += [
+            pytree.function("forward", signature, dispatch),
+            pytree.function("_training_forward", signature, _forward_body(program)),
+            pytree.function("_eval_forward", signature, _forward_body(program.eval)),
+        ]
     return ast.ClassDef(
         "ModelNew", [name("torch.nn.Module")], [], [ast.Expr(ast.Constant(docstring)), *methods], []
     )
@@ -398,9 +410,6 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
     """forward's contract on its arguments, each kernel's launches in order, the outputs."""
     spec = program.spec
     statements: list[ast.stmt] = []
-    if program.training_only:
-        names = ", ".join(f"`{m}`" for m in program.training_only)
-        statements.append(pytree.statement(call("_expect_training", name("self.training"), names)))
     for tensor in spec.tensor_arguments:
         dtype = name(f"torch.{tensor.type.dtype.torch_name}")
         reader = program.read(tensor.name)
@@ -410,6 +419,13 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
         )
     arguments = spec.tensor_arguments
     device = name(arguments[0].name + ".device") if arguments else value("cpu")
+    for mask in spec.dropout_masks:  # in the spec's order, as torch's dropouts draw them
+        assert isinstance(mask.init, ir.DropoutMask)
+        p = mask.init.p
+        rate = name(f"self.{p}") if isinstance(p, str) else value(p)
+        dtype = name(f"torch.{mask.type.dtype.torch_name}")
+        drawn = call("_dropout_mask", mask.declared_shape, rate, dtype, device)
+        statements.append(assign(mask.name, drawn))
     several = len(program.calls) > 1
     for number, kernel_call in enumerate(program.calls, 1):
         if several:
@@ -418,7 +434,17 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
     results = []
     for output in spec.outputs:
         writer, written = program.written(output.name)
-        results.append(method(name(output.name), "reshape", writer.forward_shape(written)))
+        result = method(name(output.name), "reshape", writer.forward_shape(written))
+        if output.updates is None:
+            results.append(result)
+        else:  # training mode's new running statistic
+            statements.append(
+                pytree.statement(method(name(f"self.{output.updates}"), "copy_", result))
+            )
+    for module in program.counted:
+        statements.append(
+            pytree.statement(method(name(f"self.{module}.num_batches_tracked"), "add_", 1))
+        )
     return [*statements, pytree.returns(*results)]
 
 
@@ -443,11 +469,14 @@ def _call(kernel: ir.Kernel, device: ast.expr) -> list[ast.stmt]:
     factory = [name(factory_name(kernel)), tuple(factory_args), len(kernel.outputs)]
     launched: list[tuple[ir.Tensor | None, str]] = []
     for tensor in kernel.inputs:
-        # Weights are nn.Parameters: the kernel reads their values, never their gradients.
+        # Weights are nn.Parameters: the kernel reads their values, never their gradients
+        # (a module's buffers have none).
         read = tensor if tensor.twin_of is None else kernel.input(tensor.twin_of)
         source = name(read.name)
-        if read.init is not None:
+        if read.is_weight:
             source = method(name(f"self.{read.state_name}"), "detach")
+        elif read.is_module_state:
+            source = name(f"self.{read.state_name}")
         contiguous = method(source, "contiguous")
         # A cut tensor is reshaped per launch, after its launch's chunk is cut.
         if not kernel.launch_cuts(tensor):
@@ -611,7 +640,7 @@ def _imports(names: list[str]) -> list[ast.stmt]:
 
 
 def emit_pypto(program: Forward, filename: str) -> str:
-    spec, kernels = program.spec, program.kernels
+    spec, kernels = program.spec, program.every_kernel
     what = "kernel" if len(kernels) == 1 else f"{len(kernels)} kernels of"
     docstring = "\n\n".join(
         [
@@ -635,7 +664,7 @@ def emit_pypto(program: Forward, filename: str) -> str:
     helpers = [Verbatim(_HELPERS)]
     helpers += [Verbatim(_SETTLED)] if row_launches else []
     helpers += [Verbatim(_EXPECT_ARGUMENT)] if any(p.fixed for p in spec.params) else []
-    helpers += [Verbatim(_EXPECT_TRAINING)] if program.training_only else []
+    helpers += [Verbatim(DROPOUT_MASK)] if spec.dropout_masks else []
     factories = []
     for kernel in kernels:
         factories.append(_factory(kernel))

@@ -35,6 +35,7 @@ import attrs
 import torch
 
 from ptodsl import ir, ops
+from ptodsl.codegen import DROPOUT_MASK
 from ptodsl.error_bounds import Bounded
 
 TORCH_DTYPES = {d: getattr(torch, d.torch_name) for d in ir.DType}
@@ -150,12 +151,46 @@ def draw_inputs(kernel: ir.Kernel, draw: Draw) -> list[torch.Tensor]:
     `draw` gives them."""
     tied = arg_reduced_inputs(kernel)
     values = []
+    masks = iter(dropout_masks(kernel, draw.data_seed))
     for index, tensor in enumerate(kernel.inputs):
-        weight = tensor.init is not None
+        if isinstance(tensor.init, ir.DropoutMask):
+            values.append(next(masks))
+            continue
+        # A module buffer (a running statistic) varies as data does: a small running
+        # variance is where eval mode's eps matters.
+        weight = tensor.is_weight
         seed = draw.weight_seed if weight else draw.data_seed
         value = make_input(tensor, index, seed, ties=tensor.name in tied)
         values.append(value if weight else transformed(value, tensor.domain, draw, index))
     return values
+
+
+def dropout_masks(kernel: ir.Kernel, seed: int) -> list[torch.Tensor]:
+    """The masks ModelNew's forward draws after `torch.manual_seed(seed)`, as it draws
+    them (the problem's dropouts draw the same under that seed: torch's own draw)."""
+    masks = []
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for mask in kernel.dropout_masks:
+            assert isinstance(mask.init, ir.DropoutMask)
+            p = mask.init.p
+            rate = (
+                next(q.default for q in kernel.params if q.name == p) if isinstance(p, str) else p
+            )
+            dtype = TORCH_DTYPES[mask.type.dtype]
+            masks.append(_DROPOUT_MASK(mask.declared_shape, rate, dtype, "cpu"))
+    return masks
+
+
+def _generated_helper(source: str, name: str) -> Callable:
+    """A helper generated modules define, defined here from the same text: the check draws
+    exactly what ModelNew draws."""
+    namespace = {"torch": torch}
+    exec(source, namespace)  # noqa: S102 - ptodsl's own helper text
+    return namespace[name]
+
+
+_DROPOUT_MASK = _generated_helper(DROPOUT_MASK, "_dropout_mask")
 
 
 def spread(initial: torch.Tensor) -> float:

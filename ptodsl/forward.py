@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir, modules
+from ptodsl import ir
 from ptodsl.diagnostics import FrameError
 
 
@@ -37,18 +37,32 @@ class Call:
 @attrs.frozen
 class Forward:
     """`spec` is the whole spec's kernel as checked: forward's signature, ModelNew's state
-    and the outputs it returns."""
+    and the outputs it returns. A spec whose result depends on the module mode has a program
+    per mode: this one is training mode's, `eval` eval mode's."""
 
     spec: ir.Kernel
     buffers: tuple[Buffer, ...]
     calls: tuple[Call, ...]
-    # Modules with running statistics (BatchNorm): the spec computes training mode's batch
-    # statistics, so forward refuses eval mode rather than return another model's output.
-    training_only: tuple[str, ...] = ()
+    eval: Forward | None = None
+
+    @property
+    def updates(self) -> tuple[ir.Output, ...]:
+        """The outputs forward copies into module buffers after its kernels."""
+        return tuple(o for o in self.spec.outputs if o.updates is not None)
+
+    @property
+    def counted(self) -> tuple[str, ...]:
+        """The modules whose `num_batches_tracked` each forward counts (those it updates)."""
+        return tuple(dict.fromkeys(o.updates.split(".")[0] for o in self.updates))
 
     @property
     def kernels(self) -> tuple[ir.Kernel, ...]:
         return tuple(call.kernel for call in self.calls)
+
+    @property
+    def every_kernel(self) -> tuple[ir.Kernel, ...]:
+        """Every mode's kernels, training mode's first: what the module defines."""
+        return self.kernels + (() if self.eval is None else self.eval.kernels)
 
     @property
     def launch_count(self) -> int:
@@ -73,7 +87,11 @@ def read_name(kernel: ir.Kernel, tensor: ir.Input) -> str:
     return tensor.name if tensor.twin_of is None else tensor.twin_of
 
 
-def build_forward(spec: ir.Kernel, kernels: list[tuple[ir.Kernel, FrameError | None]]) -> Forward:
+def build_forward(
+    spec: ir.Kernel,
+    kernels: list[tuple[ir.Kernel, FrameError | None]],
+    eval_program: Forward | None = None,
+) -> Forward:
     """The program that calls `kernels` in order; an output of a kernel that is not one of
     the spec's is an intermediate."""
     outputs = {o.name for o in spec.outputs}
@@ -92,10 +110,7 @@ def build_forward(spec: ir.Kernel, kernels: list[tuple[ir.Kernel, FrameError | N
         )
         for kernel, why in kernels
     ]
-    training_only = tuple(
-        m.name for m in spec.modules if modules.MODULES[m.kind].present_buffers(dict(m.arguments))
-    )
-    return Forward(spec, tuple(buffers), tuple(calls), training_only)
+    return Forward(spec, tuple(buffers), tuple(calls), eval_program)
 
 
 def forward_faults(program: Forward) -> list[str]:
@@ -148,7 +163,39 @@ def forward_faults(program: Forward) -> list[str]:
     for name in buffers:
         if name not in read_at:
             faults.append(f"intermediate `{name}` is written and never read")
+    faults += _mode_faults(program)
     return faults
+
+
+def _mode_faults(program: Forward) -> list[str]:
+    """A mode-dependent spec has a program per mode: training mode's updates each module
+    buffer it reads, eval mode's reads them, updates none and draws no mask, and both
+    return the same outputs. Any other spec reads no buffers."""
+    spec, other = program.spec, program.eval
+    faults = []
+    read = sorted(str(t.init) for t in spec.buffer_inputs)
+    updated = sorted(str(o.updates) for o in program.updates)
+    if spec.mode is ir.Mode.TRAINING and read != updated:
+        faults.append(f"training mode reads buffers {read} and updates {updated}")
+    if spec.mode is not ir.Mode.TRAINING and updated:
+        faults.append(f"buffers {updated} are updated outside training mode")
+    if spec.mode is None and read:
+        faults.append(f"buffers {read} are read by a spec whose result ignores the mode")
+    if spec.mode is ir.Mode.EVAL and spec.dropout_masks:
+        faults.append("eval mode draws a dropout mask")
+    if (other is not None) != (spec.mode is ir.Mode.TRAINING):
+        faults.append("an eval program exactly when the spec's result depends on the mode")
+    if other is None:
+        return faults
+    if other.spec.mode is not ir.Mode.EVAL:
+        faults.append("the eval program is not in eval mode")
+
+    def returned(kernel: ir.Kernel) -> list[tuple[str, tuple[int, ...]]]:
+        return [(o.name, o.declared_shape) for o in kernel.returned_outputs]
+
+    if returned(spec) != returned(other.spec):
+        faults.append("the modes return different outputs")
+    return faults + _mode_faults(other)
 
 
 def _layout(kernel: ir.Kernel, tensor: ir.Tensor) -> ir.TensorType:
@@ -158,10 +205,11 @@ def _layout(kernel: ir.Kernel, tensor: ir.Tensor) -> ir.TensorType:
 
 def format_forward(program: Forward) -> str:
     """`--emit forward`: the buffers and the calls, each with what it reads and writes."""
-    lines = [f"forward {program.spec.name}"]
-    if program.training_only:
-        names = ", ".join(program.training_only)
-        lines.append(f"  training mode only: {names} (running statistics not modelled)")
+    mode = program.spec.mode
+    lines = [f"forward {program.spec.name}" + ("" if mode is None else f" ({mode.value} mode)")]
+    for mask in program.spec.dropout_masks:
+        shape = ", ".join(map(str, mask.declared_shape))
+        lines.append(f"  draw {mask.name}: {mask.type.dtype.value}[{shape}]  # {mask.init}")
     for buffer in program.buffers:
         shape = ", ".join(map(str, buffer.type.shape))
         lines.append(f"  buffer {buffer.name}: {buffer.type.dtype.value}[{shape}]")
@@ -174,4 +222,8 @@ def format_forward(program: Forward) -> str:
         )
         if call.cut_because is not None:
             lines.append(f"    # cut after it: {call.cut_because.message}")
-    return "\n".join(lines) + "\n"
+    for output in program.updates:
+        lines.append(f"  update {output.updates} = {output.name}")
+    lines += [f"  update {name}.num_batches_tracked += 1" for name in program.counted]
+    text = "\n".join(lines) + "\n"
+    return text if program.eval is None else text + "\n" + format_forward(program.eval)

@@ -761,14 +761,20 @@ class Drawn:
 
 
 @attrs.frozen
-class ModuleParameter:
-    """A parameter of a torch module the spec declares (`fc.weight` of `linear(...)`)."""
+class ModuleState:
+    """An entry of a torch module's state the spec declares, named as state_dict names it
+    (`fc.weight`)."""
 
     module: str
     attribute: str
 
     def __str__(self) -> str:
         return f"{self.module}.{self.attribute}"
+
+
+@attrs.frozen
+class ModuleParameter(ModuleState):
+    """A parameter of a torch module the spec declares (`fc.weight` of `linear(...)`)."""
 
 
 @attrs.frozen
@@ -789,6 +795,35 @@ class ParamFilled:
 WeightInit = Filled | Drawn | ParamFilled | ModuleParameter
 
 
+class Mode(enum.Enum):
+    """torch's module modes: a spec whose result depends on it (a BatchNorm with running
+    statistics, dropout) is checked and lowered once per mode."""
+
+    TRAINING = "training"
+    EVAL = "eval"
+
+
+@attrs.frozen
+class ModuleBuffer(ModuleState):
+    """A buffer of a torch module the spec declares (`bn.running_mean`): module state the
+    kernel reads, never a parameter (the running statistics)."""
+
+
+@attrs.frozen
+class DropoutMask:
+    """Training mode's dropout mask: `forward` draws it from torch's generator, as torch's
+    own dropout does (`empty_like(x).bernoulli_(1 - p).div_(1 - p)`), and the kernel
+    multiplies by it. `p` is a number or a float param's name."""
+
+    p: float | str
+
+    def __str__(self) -> str:
+        return f"dropout mask (p = {self.p})"
+
+
+StateInit = WeightInit | ModuleBuffer | DropoutMask
+
+
 @attrs.frozen
 class Module:
     """`weight fc: linear(K, N)`: a torch module (a `modules.MODULES` kind) built with these
@@ -806,7 +841,7 @@ class Input(Tensor):
     extent: int | None = attrs.field(default=None, kw_only=True)  # `in range(extent)`
     # A weight is module state (an nn.Parameter or a declared module's parameter), not a
     # `forward` argument; the kernel still takes it as an input.
-    init: WeightInit | None = attrs.field(default=None, kw_only=True)
+    init: StateInit | None = attrs.field(default=None, kw_only=True)
     # A second kernel input reading the same tensor as input `twin_of`, in another layout
     # (a matmul operand's: see passes/twin_operands.py); forward passes that tensor again.
     twin_of: str | None = attrs.field(default=None, kw_only=True)
@@ -814,12 +849,27 @@ class Input(Tensor):
     @property
     def state_name(self) -> str:
         """The weight's name in ModelNew's state dict (`fc.weight` for a module's)."""
-        return str(self.init) if isinstance(self.init, ModuleParameter) else self.name
+        return (
+            str(self.init) if isinstance(self.init, ModuleParameter | ModuleBuffer) else self.name
+        )
+
+    @property
+    def is_module_state(self) -> bool:
+        """In ModelNew's state_dict: a weight or a module buffer (a dropout mask is drawn
+        by forward)."""
+        return self.init is not None and not isinstance(self.init, DropoutMask)
+
+    @property
+    def is_weight(self) -> bool:
+        """A parameter of ModelNew (its own or a module's)."""
+        return self.init is not None and not isinstance(self.init, ModuleBuffer | DropoutMask)
 
 
 @attrs.frozen
 class Output(Tensor):
-    pass
+    # Training mode's new value of a module buffer (`bn.running_mean`): forward copies it
+    # there and does not return it; the check compares it with the Model's buffer.
+    updates: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -1007,6 +1057,7 @@ class Kernel:
     # `merge_axes` only kernel-side values within the target's rank.
     target_forms: bool = False
     target_ranks: bool = False
+    mode: Mode | None = None  # the mode a spec whose result depends on it is lowered for
 
     def free_name(self, name: str) -> str:
         """`name`, or `name2`, `name3`, ... where the spec uses it (einsum-style dims `i`,
@@ -1078,7 +1129,22 @@ class Kernel:
     @property
     def weights(self) -> tuple[Input, ...]:
         """The weights in declaration order, the order ModelNew creates them in."""
-        return tuple(t for t in self.inputs if t.init is not None and t.twin_of is None)
+        return tuple(t for t in self.inputs if t.is_weight and t.twin_of is None)
+
+    @property
+    def buffer_inputs(self) -> tuple[Input, ...]:
+        """The module buffers the kernel reads (eval mode's running statistics)."""
+        return tuple(t for t in self.inputs if isinstance(t.init, ModuleBuffer))
+
+    @property
+    def dropout_masks(self) -> tuple[Input, ...]:
+        """The masks forward draws, in the order it draws them."""
+        return tuple(t for t in self.inputs if isinstance(t.init, DropoutMask))
+
+    @property
+    def returned_outputs(self) -> tuple[Output, ...]:
+        """The outputs forward returns (the others update module buffers)."""
+        return tuple(o for o in self.outputs if o.updates is None)
 
     @property
     def weights_in_torch_order(self) -> tuple[Input, ...]:
@@ -1194,6 +1260,8 @@ def format_expr(expr: Expr) -> str:
 
 def format_kernel(kernel: Kernel) -> str:
     lines = [f"kernel {kernel.name}"]
+    if kernel.mode is not None:
+        lines.append(f"  mode {kernel.mode.value}")
     if kernel.launches is not None:
         launches = kernel.launches
         sliced = ", ".join((*launches.sliced, *(o.name for o in kernel.outputs)))
@@ -1220,11 +1288,16 @@ def format_kernel(kernel: Kernel) -> str:
         if tensor.extent is not None:
             domain += f"({tensor.extent})"
         kind = "input" if tensor.init is None else f"weight ({tensor.init})"
+        if isinstance(tensor.init, ModuleBuffer):
+            kind = f"buffer ({tensor.init})"
+        elif isinstance(tensor.init, DropoutMask):
+            kind = f"input ({tensor.init})"
         if tensor.twin_of is not None:
             kind += f" (twin of {tensor.twin_of})"
         lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
     for tensor in kernel.outputs:
-        lines.append(f"  output {tensor.name}: {tensor.type}{_as_kernel(tensor)}")
+        updates = "" if tensor.updates is None else f" (updates {tensor.updates})"
+        lines.append(f"  output {tensor.name}: {tensor.type}{_as_kernel(tensor)}{updates}")
     for stmt in kernel.body:
         if isinstance(stmt, Let):
             lines.append(f"  let {stmt.name}: {stmt.value.type} = {format_expr(stmt.value)}")

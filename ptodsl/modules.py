@@ -66,6 +66,8 @@ class Application:
     parameters: Mapping[str, s.Expr]
     arguments: Arguments
     span: s.Span
+    # the module's buffers the kernel reads (`running_mean`), by attribute
+    buffers: Mapping[str, s.Expr] = attrs.field(factory=dict)
 
     def call(self, function: str, *args: s.Expr, **keywords: s.Expr) -> s.Expr:
         """A builtin call the expansion makes (never a module of the spec's)."""
@@ -97,6 +99,12 @@ class ModuleDef:
     reads_operand_again: bool = False  # `apply` names the operand more than once
     # the argument counting the channels of an [N, C, ...] operand (a norm's), or None
     channels: str | None = None
+    # A module with running statistics: `apply` is training mode's value (batch
+    # statistics), `eval_apply` eval mode's (the running statistics, read as `buffers`),
+    # `updates` training mode's new value of each running statistic. None: `fc(x)` is the
+    # same in both modes, and a module with buffers but no `updates` cannot be applied.
+    eval_apply: Callable[[Application], s.Expr] | None = None
+    updates: Callable[[Application], dict[str, s.Expr]] | None = None
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -231,17 +239,29 @@ def _conv_module(spatial: int, transposed: bool) -> ModuleDef:
 _EPS = Argument("eps", _NUMBER, 1e-5)
 
 
-def _normalised(a: Application, x: s.Expr, axes: tuple[int, ...]) -> s.Expr:
-    """`(x - mean) * rsqrt(var + eps)` over `axes` (negative: from the end), the variance
-    biased, as torch's norms compute it (the passes fuse the two-pass variance with the
-    mean)."""
+def _statistics(a: Application, x: s.Expr, axes: tuple[int, ...]) -> tuple[s.Expr, s.Expr]:
+    """`mean` and the biased `var` of `x` over `axes` (negative: from the end), keeping
+    them; the normalisation and the running statistics' update write them alike, so the
+    passes compute them once."""
     numbers = [s.Unary("neg", a.literal(-i), a.span) if i < 0 else a.literal(i) for i in axes]
     axis = s.ListExpr(tuple(numbers), a.span)
     keepdim = s.Bool(True, a.span)
     mean = a.call("mean", x, axis=axis, keepdim=keepdim)
-    variance = a.call("var", x, axis=axis, keepdim=keepdim, correction=a.literal(0))
+    return mean, a.call("var", x, axis=axis, keepdim=keepdim, correction=a.literal(0))
+
+
+def _normalised(a: Application, x: s.Expr, axes: tuple[int, ...]) -> s.Expr:
+    """`(x - mean) * rsqrt(var + eps)` over `axes`, the variance biased, as torch's norms
+    compute it (the passes fuse the two-pass variance with the mean)."""
+    mean, variance = _statistics(a, x, axes)
     scale = a.call("rsqrt", a.binary("add", variance, a.literal(float(a.arguments["eps"]))))
     return a.binary("mul", a.binary("sub", x, mean), scale)
+
+
+def _per_channel(a: Application, value: s.Expr) -> s.Expr:
+    """A [C] value broadcast along axis 1 of the [N, C, *spatial] operand."""
+    channels, *spatial = a.shape[1:]
+    return a.call("reshape", value, *map(a.literal, (channels, *(1,) * len(spatial))))
 
 
 def _affine_applied(a: Application, value: s.Expr, per_channel: bool) -> s.Expr:
@@ -250,10 +270,7 @@ def _affine_applied(a: Application, value: s.Expr, per_channel: bool) -> s.Expr:
     merged so), else elementwise over the trailing axes."""
 
     def broadcast(parameter: s.Expr) -> s.Expr:
-        if not per_channel:
-            return parameter
-        channels, *spatial = a.shape[1:]
-        return a.call("reshape", parameter, *map(a.literal, (channels, *(1,) * len(spatial))))
+        return _per_channel(a, parameter) if per_channel else parameter
 
     if "weight" in a.parameters:
         value = a.binary("mul", value, broadcast(a.parameters["weight"]))
@@ -279,10 +296,43 @@ def _instance_norm_apply(a: Application) -> s.Expr:
 
 
 def _batch_norm_apply(a: Application) -> s.Expr:
-    """`bn(x)` of nn.BatchNorm1d/2d/3d without running statistics: batch statistics in
-    either mode, each channel normalised over the batch and its positions."""
+    """`bn(x)` of nn.BatchNorm1d/2d/3d in training mode, or in either without running
+    statistics: each channel normalised over the batch and its positions."""
     normalised = _normalised(a, a.operand, (0, *range(2, len(a.shape))))
     return _affine_applied(a, normalised, per_channel=True)
+
+
+def _batch_norm_eval_apply(a: Application) -> s.Expr:
+    """`bn(x)` in eval mode: each channel normalised with its running statistics."""
+    centred = a.binary("sub", a.operand, _per_channel(a, a.buffers["running_mean"]))
+    variance = _per_channel(a, a.buffers["running_var"])
+    scale = a.call("rsqrt", a.binary("add", variance, a.literal(float(a.arguments["eps"]))))
+    return _affine_applied(a, a.binary("mul", centred, scale), per_channel=True)
+
+
+def batch_norm_values(shape: tuple[int, ...]) -> int:
+    """The values one channel's batch statistics reduce: torch refuses training mode's
+    unbiased variance of one."""
+    return math.prod(size for axis, size in enumerate(shape) if axis != 1)
+
+
+def _batch_norm_updates(a: Application) -> dict[str, s.Expr]:
+    """`bn(x)` in training mode moves each running statistic toward the batch's by the
+    momentum, the variance unbiased (`n / (n - 1)` times the biased one), as torch does.
+    Each is the statistics' kept shape ([1, C, 1, 1]): the channels stay on axis 1, where
+    launches by channels cut them."""
+    mean, variance = _statistics(a, a.operand, (0, *range(2, len(a.shape))))
+    momentum = float(a.arguments["momentum"])
+    count = batch_norm_values(a.shape)
+
+    def moved(attribute: str, batch: s.Expr, factor: float) -> s.Expr:
+        kept = a.binary("mul", _per_channel(a, a.buffers[attribute]), a.literal(1.0 - momentum))
+        return a.binary("add", kept, a.binary("mul", batch, a.literal(factor)))
+
+    return {
+        "running_mean": moved("running_mean", mean, momentum),
+        "running_var": moved("running_var", variance, momentum * count / (count - 1)),
+    }
 
 
 def _group_norm_apply(a: Application) -> s.Expr:
@@ -351,6 +401,10 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
         ),
         _affine("num_features", "affine"),
         apply=_batch_norm_apply if batch else _instance_norm_apply,
+        # an instance norm tracking running statistics averages them over the samples:
+        # not modelled
+        eval_apply=_batch_norm_eval_apply if batch else None,
+        updates=_batch_norm_updates if batch else None,
         # BatchNorm1d takes [N, C] as well as [N, C, L]
         operand_ranks=(2, 3) if batch and spatial == 1 else (spatial + 2,),
         reads_operand_again=True,

@@ -84,6 +84,9 @@ class Lowered:
     parts: tuple[KernelStages, ...]  # the kernels, in the order forward calls them
     forward: Forward | None  # None when lowering stopped before the last pass
     tuning: ir.Tuning = ir.Tuning()  # the plan choices the planning passes were given
+    # A spec whose result depends on the module mode is lowered for training mode, and
+    # again for eval mode here (None: one program serves both)
+    eval: Lowered | None = None
 
     @property
     def kernels(self) -> tuple[ir.Kernel, ...]:
@@ -110,6 +113,7 @@ def lower(
     target: Target = PYPTO_0_2_0,
     until: str | None = None,
     tuning: ir.Tuning | None = None,
+    mode: ir.Mode = ir.Mode.TRAINING,
 ) -> Lowered:
     """Runs the front end, cuts the spec into kernels (passes/partition.py) and runs the
     passes on each, or stops after the stage named `until` ("check" or a pass name); every
@@ -124,16 +128,19 @@ def lower(
     sys.setrecursionlimit(max(depth_limit, RECURSION_LIMIT))
     try:
         syntax = parse(source.text)
-        checked = typecheck(syntax, dim_sizes)
+        checked = typecheck(syntax, dim_sizes, mode)
         verify(checked, "check", target)
         if until == "check":
             parts = (KernelStages(checked, ()),)
         else:
             parts = _lowered_parts(checked, context, until)
-        program = None
+        program = eval_lowered = None
+        if checked.mode is ir.Mode.TRAINING:
+            eval_lowered = lower(source, dim_sizes, target, until, tuning, ir.Mode.EVAL)
         if until is None or until == PASS_NAMES[-1]:
             called = [(part.kernel, part.cut_because) for part in parts]
-            program = build_forward(checked, called)
+            eval_program = eval_lowered.forward if eval_lowered is not None else None
+            program = build_forward(checked, called, eval_program)
             verify_forward(program)
     except SpecError as error:
         raise error.attach(source) from None
@@ -147,7 +154,7 @@ def lower(
         ).attach(source) from None
     finally:
         sys.setrecursionlimit(depth_limit)
-    return Lowered(source, syntax, checked, parts, program, tuning or ir.Tuning())
+    return Lowered(source, syntax, checked, parts, program, tuning or ir.Tuning(), eval_lowered)
 
 
 def _lowered_parts(

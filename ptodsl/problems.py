@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import torch
 
+from ptodsl import ir
 from ptodsl.modules import StateEntry
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
@@ -198,6 +199,8 @@ class ProblemRun:
     returns: str = ""
     dtypes: list[str] = attrs.Factory(list)
     shapes: list[tuple[int, ...]] = attrs.Factory(list)  # forward's outputs', as dtypes
+    # the buffers forward changed (state_dict names): training mode's running statistics
+    moved: list[str] = attrs.Factory(list)
 
 
 def run_problem(
@@ -208,13 +211,21 @@ def run_problem(
     timeout: float = DEFAULT_TIMEOUT_S,
     model_new: str | None = None,
     inputs: Sequence[Sequence[torch.Tensor] | None] = (None,),
+    mode: ir.Mode | None = None,
+    buffers: Sequence[Mapping[str, torch.Tensor]] | None = None,
+    forward_seeds: Sequence[int] | None = None,
+    updated: Sequence[str] = (),
 ) -> ProblemRun:
     """`resize` resizes the problem before `get_inputs()` and `get_init_inputs()` run
     (`Resize`). `model_new`: the
     text of a module defining ModelNew, built after the Model under the same seed (as a
     harness builds both) to compare their initial parameters. `inputs`: the draws to run
     forward on, each None (get_inputs()'s) or the tensor arguments of another of the
-    check's draws (get_inputs()'s numbers follow them)."""
+    check's draws (get_inputs()'s numbers follow them). A spec whose result depends on the
+    module mode: the Model runs in `mode`, its `buffers` (state_dict names) set to the
+    draw's values before each forward, torch seeded with that draw's `forward_seeds` entry just
+    before it (dropout draws from it); each draw's outputs are followed by the `updated`
+    buffers' values after it."""
     resize = resize or Resize()
     if resize.constants:  # a NAME the file does not assign is the user's error, said here
         rewritten_problem(path, path.read_text(encoding="utf-8"), resize.constants)
@@ -226,6 +237,9 @@ def run_problem(
             "sizes": {str(k): v for k, v in resize.sizes.items()},
             "constants": dict(resize.constants),
             "model_new": None,
+            "training": mode is not ir.Mode.EVAL,
+            "forward_seeds": None if forward_seeds is None else list(forward_seeds),
+            "updated": list(updated),
         }
         if model_new is not None:
             request["model_new"] = str(work_dir / MODEL_NEW_FILE)
@@ -234,6 +248,7 @@ def run_problem(
         sent = {
             "weights": [w.detach().cpu() for w in weights],
             "inputs": [None if d is None else [_detached(v) for v in d] for d in inputs],
+            "buffers": [{name: _detached(v) for name, v in b.items()} for b in buffers or ()],
         }
         torch.save(sent, work_dir / WEIGHTS_FILE)
         try:
@@ -281,6 +296,7 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         returns=result["returns"],
         dtypes=result["dtypes"],
         shapes=result["shapes"],
+        moved=result["moved"],
         state=[StateEntry(**entry) for entry in result["state"]],
         drop_in=None
         if result["drop_in"] is None

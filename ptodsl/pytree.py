@@ -465,8 +465,9 @@ class _Printer:
                 return self.expression(assigned, indent, f"{unparse(target)} = ")
             case ast.Return(value=returned) if returned is not None:
                 if isinstance(returned, ast.Tuple):  # `return a, b`, as written by hand
-                    text = ", ".join(map(unparse, returned.elts))
-                    return [f"{indent}return {text}"]
+                    line = f"{indent}return {', '.join(map(unparse, returned.elts))}"
+                    if len(line) <= self.width:
+                        return [line]
                 return self.expression(returned, indent, "return ")
             case ast.Expr(value=evaluated):
                 return self.expression(evaluated, indent)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import attrs
 
 from ptodsl import __version__, ir, ops, pytree
+from ptodsl.codegen import DROPOUT_MASK
 from ptodsl.modules import creation_statements
 from ptodsl.pyexpr import PythonEmitter, ambiguous_names_noqa, spec_filename, uses_math
 
@@ -93,6 +94,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         (_CROP, _uses(kernel, lambda op: op.op == "slice")),
         (ops.WINDOW_REFERENCE, _uses(kernel, _is_window)),
         (ops.CONV_REFERENCE, _uses(kernel, _is_conv)),
+        (DROPOUT_MASK, bool(kernel.dropout_masks)),
     ]
     imports: list[ast.stmt] = [ast.Import([ast.alias("torch")])]
     if uses_math(kernel) or _uses(kernel, _is_window):
@@ -102,7 +104,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         defaults={p.name: defaults[p.name] for p in init_params if p.name in defaults},
         keyword_only=[p.name for p in init_params],
     )
-    state = {t.name: f"self.{t.state_name}" for t in kernel.weights}
+    state = {t.name: f"self.{t.state_name}" for t in kernel.inputs if t.is_module_state}
     call = pytree.call(
         "reference",
         *(pytree.name(state.get(t.name, t.name)) for t in kernel.inputs),
@@ -125,7 +127,9 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
                 ],
             ),
             pytree.function(
-                "forward", pytree.arguments(["self", *forward_names]), [pytree.returns(call)]
+                "forward",
+                pytree.arguments(["self", *forward_names]),
+                [*_drawn_masks(kernel), pytree.returns(call)],
             ),
         ],
         [],
@@ -140,6 +144,20 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         model,
     ]
     return pytree.render(module)
+
+
+def _drawn_masks(kernel: ir.Kernel) -> list[ast.stmt]:
+    """The Model's dropout masks, drawn as ModelNew draws them (the reference function
+    takes them as inputs)."""
+    statements = []
+    for mask in kernel.dropout_masks:
+        assert isinstance(mask.init, ir.DropoutMask)
+        p = mask.init.p
+        rate = pytree.name(f"self.{p}") if isinstance(p, str) else pytree.value(p)
+        dtype = pytree.name(f"torch.{mask.type.dtype.torch_name}")
+        drawn = pytree.call("_dropout_mask", mask.declared_shape, rate, dtype, "cpu")
+        statements.append(pytree.assign(mask.name, drawn))
+    return statements
 
 
 def _reference_body(kernel: ir.Kernel) -> list[ast.stmt]:

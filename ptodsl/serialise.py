@@ -7,6 +7,7 @@ add properties (an output's `ok`) to its fields.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -29,10 +30,12 @@ def with_properties(*names: str) -> Callable[[type], type]:
     """Class decorator: `to_json` of an instance also gives its properties `names`."""
 
     def register(cls: type) -> type:
-        fields = make_dict_unstructure_fn(cls, CONVERTER)
-        CONVERTER.register_unstructure_hook(
-            cls,
-            lambda value: fields(value) | {name: to_json(getattr(value, name)) for name in names},
+        # built at first use: a class whose fields name it (a report holding its eval-mode
+        # report) is not defined yet while it is decorated
+        fields = functools.cache(lambda: make_dict_unstructure_fn(cls, CONVERTER))
+        CONVERTER.register_unstructure_hook_func(
+            lambda kind: kind is cls,
+            lambda value: fields()(value) | {name: to_json(getattr(value, name)) for name in names},
         )
         return cls
 

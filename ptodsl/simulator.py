@@ -30,6 +30,7 @@ import attrs
 import torch
 from filelock import FileLock
 
+from ptodsl import ir
 from ptodsl.files import cache_dir
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
@@ -261,6 +262,9 @@ def run_model(
     launches: int = 1,
     launches_in_flight: int = 1,
     on_launch: Callable[[int], None] | None = None,
+    mode: ir.Mode | None = None,
+    forward_seed: int | None = None,
+    updated: Sequence[str] = (),
 ) -> SimRun:
     """Simulate `ModelNew(**init_kwargs)(*inputs)` from a generated module file.
 
@@ -282,6 +286,9 @@ def run_model(
     launches_in_flight: how many of those workers may run at once.
     on_launch: called about every second while the model runs, with the number of its
     launches simulated so far (progress reports).
+    mode: the module mode forward runs in (None: training, torch's default);
+    forward_seed: torch's seed just before forward (dropout masks are drawn from it);
+    updated: buffers (state_dict names) whose values after forward follow its outputs.
     """
     if verify not in VERIFY_LEVELS:
         raise ValueError(f"verify must be one of {VERIFY_LEVELS}, not {verify!r}")
@@ -300,6 +307,9 @@ def run_model(
         "init_kwargs": dict(init_kwargs),
         "goldens": None if goldens is None else [_portable(t) for t in goldens],
         "state": {name: _portable(t) for name, t in (state or {}).items()},
+        "training": mode is not ir.Mode.EVAL,
+        "forward_seed": forward_seed,
+        "updated": list(updated),
     }
     return _simulate(Path(module_path), request, payload, timeout, trace_dir, on_launch)
 

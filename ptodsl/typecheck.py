@@ -52,14 +52,11 @@ SPELLED_OUT = {
     "logsigmoid": "min(x, 0.0) - log1p(exp(-abs(x)))",
     "selu": "1.0507009873554805 * (max(x, 0.0) + 1.6732632423543772 * (exp(min(x, 0.0)) - 1.0))",
 }
-# torch functions whose result depends on the module's training mode, which ptodsl does not
-# model yet: what a spec writes instead.
+# torch functions whose result depends on the module's training mode, which a spec writes
+# otherwise: what it writes instead.
 MODE_DEPENDENT = {
-    "dropout": "dropout is the identity in eval mode: leave it out for inference (training "
-    "mode's random mask is not modelled yet)",
-    "batch_norm": "write training mode's batch statistics out (`mean` and `var(..., "
-    "correction=0)` over every axis but the channels), with `bn.weight` and `bn.bias` of a "
-    "declared `weight bn: batch_norm2d(C)`",
+    "batch_norm": "declare the module, `weight bn: batch_norm2d(C)`, and apply it, `bn(x)`: "
+    "batch statistics in training mode, its running statistics in eval mode",
 }
 DOMAINS = {
     "real": "any real number (the default)",
@@ -222,9 +219,14 @@ def _dtype(name: str, span: Span) -> ir.DType:
 
 
 class _TypeChecker:
-    def __init__(self, spec: s.Spec, dim_sizes: Mapping[str, int]):
+    def __init__(self, spec: s.Spec, dim_sizes: Mapping[str, int], mode: ir.Mode):
         self.spec = spec
         self.dim_sizes = dim_sizes
+        self.mode = mode
+        # where each module with running statistics is applied: its result depends on the
+        # mode, and a second application would move the statistics twice
+        self.applied: dict[str, Span] = {}
+        self.dropouts = 0  # the dropout masks drawn so far: whether the mode matters
         self.dims: dict[str, ir.Dim] = {}
         self.params: dict[str, ir.Param] = {}
         self.inputs: dict[str, ir.Input] = {}
@@ -275,14 +277,18 @@ class _TypeChecker:
                 raise SpecError(f"output `{output.name}` is never assigned", output.span)
         if not self.outputs:
             raise SpecError(f"kernel `{self.spec.name}` has no output", self.spec.name_span)
+        mode_dependent = bool(self.applied or self.dropouts)
+        eval_mode = mode_dependent and self.mode is ir.Mode.EVAL
         return ir.Kernel(
-            name=self.spec.name,
+            # eval mode's kernels are named apart: one module holds both modes' kernels
+            name=self.spec.name + ("_eval" if eval_mode else ""),
             dims=tuple(self.dims.values()),
             params=tuple(self.params.values()),
             inputs=tuple(self.inputs.values()),
             outputs=tuple(self.outputs.values()),
             body=tuple(self.body),
             modules=tuple(self.modules.values()),
+            mode=self.mode if mode_dependent else None,
         )
 
     def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
@@ -1199,13 +1205,14 @@ class _TypeChecker:
         """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`)."""
         module = self.modules[node.func]
         definition = modules.MODULES[module.kind]
-        if definition.present_buffers(dict(module.arguments)):
+        running = bool(definition.present_buffers(dict(module.arguments)))
+        if running and definition.updates is None:
             raise SpecError(
-                f"`{module.name}(x)` would use batch statistics in training mode and its "
-                "running statistics in eval mode: ptodsl has no train and eval modes yet",
+                f"`{module.name}(x)` with track_running_stats=true: ptodsl does not model an "
+                "instance norm's running statistics",
                 node.span,
-                note="write out training mode's computation: `mean` and `var(correction=0)` "
-                "over every axis but the channels (the running statistics are not updated)",
+                note="build it without them (torch's default), which normalises each "
+                "sample in either mode",
             )
         if node.keywords or len(node.args) != 1:
             raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
@@ -1236,12 +1243,90 @@ class _TypeChecker:
             self.body.append(ir.Let(name, operand, given.span))
             given = s.Name(name, given.span)
         application = modules.Application(given, shape, parameters, arguments, node.span)
+        if shape != logical:  # a split channel axis, merged for the module and split back
+            merged = application.call("reshape", given, *map(application.literal, shape))
+            application = attrs.evolve(application, operand=merged)
+        apply = definition.apply
+        if running:
+            application = self.running_statistics(module, definition, application, node)
+            if self.mode is ir.Mode.EVAL:
+                apply = definition.eval_apply
+        value = apply(application)
         if shape == logical:
-            return self.expr(definition.apply(application))
-        # a split channel axis, merged for the module and split back
-        merged = application.call("reshape", given, *map(application.literal, shape))
-        value = definition.apply(attrs.evolve(application, operand=merged))
+            return self.expr(value)
         return self.expr(application.call("reshape", value, *map(application.literal, logical)))
+
+    def running_statistics(
+        self,
+        module: ir.Module,
+        definition: modules.ModuleDef,
+        application: modules.Application,
+        node: s.Call,
+    ) -> modules.Application:
+        """`bn(x)` of a module with running statistics: the kernel reads them (buffer
+        inputs); in training mode it also writes their new values (outputs that update the
+        buffers, which forward copies back)."""
+        if module.name in self.applied:
+            first = self.applied[module.name]
+            raise SpecError(
+                f"`{module.name}` is applied twice: in training mode each application moves "
+                "its running statistics",
+                node.span,
+                note=f"first applied at line {first.line}; declare a module per application",
+            )
+        self.applied[module.name] = node.span
+        count = modules.batch_norm_values(application.shape)
+        if self.mode is ir.Mode.TRAINING and count < 2:
+            raise SpecError(
+                f"`{module.name}(x)` in training mode normalises {count} value per channel",
+                node.span,
+                note="torch refuses it too: its batch statistics need more than one value "
+                "per channel (the unbiased variance divides by n - 1)",
+            )
+        channels = application.shape[1]
+        buffers = {}
+        for attribute in ("running_mean", "running_var"):
+            # held as a module's parameters are (`bn_weight`), and as clear of spec names
+            name = f"{module.name}_{attribute}"
+            if name in self.declared:
+                first = self.declared[name]
+                raise SpecError(
+                    f"`{module.name}.{attribute}` is held as `{name}`, which is already defined",
+                    self.modules[module.name].span,
+                    note=f"`{name}` is defined at line {first.line}, column {first.column}: "
+                    "rename one of them",
+                )
+            self.declared[name] = node.span
+            self.inputs[name] = ir.Input(
+                name,
+                ir.TensorType((channels,), ir.DType.F32),
+                node.span,
+                (channels,),
+                # a variance is positive: a draw of it must be too
+                domain="positive" if attribute == "running_var" else "real",
+                init=ir.ModuleBuffer(module.name, attribute),
+            )
+            buffers[attribute] = s.Name(name, node.span)
+        application = attrs.evolve(application, buffers=buffers)
+        if self.mode is ir.Mode.EVAL:
+            return application
+        assert definition.updates is not None
+        for attribute, update in definition.updates(application).items():
+            name = ir.generated_name("update", f"{module.name}_{attribute}")
+            value = self.expr(update)  # [1, C, 1, 1]: the buffer's [C] split
+            assert isinstance(value.type, ir.TensorType)
+            self.outputs[name] = ir.Output(
+                name,
+                value.type,
+                node.span,
+                value.type.shape,
+                declared=(channels,),
+                splits=(value.type.rank,),
+                updates=f"{module.name}.{attribute}",
+            )
+            self.stored[name] = node.span
+            self.body.append(ir.Store(name, value, node.span))
+        return application
 
     def computed_operand(
         self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool
@@ -1412,6 +1497,8 @@ class _TypeChecker:
             return self.batchmean(operand, node.span)
         if name == "where":
             return self.where(node)
+        if name == "dropout":
+            return self.dropout(node)
         if name == "clamp":
             return self.clamp(node)
         if name == "cast":
@@ -1432,7 +1519,8 @@ class _TypeChecker:
             | set(MASKS)
             | set(ARG_REDUCTIONS)
             | set(WINDOWS)
-            | {"where", "clamp", "cast", "batchmean", INDEX.spec, FLIP.spec, CONCAT.spec}
+            | {"where", "clamp", "cast", "batchmean", "dropout", INDEX.spec, FLIP.spec}
+            | {CONCAT.spec}
             | set(RESHAPES)
         )
         if name in SPELLED_OUT:
@@ -1770,6 +1858,51 @@ class _TypeChecker:
             )
         return self.elementwise("pow", (base, exponent), span)
 
+    def dropout(self, node: s.Call) -> ir.Expr:
+        """`dropout(x, p)` (torch's `F.dropout(x, p, training=self.training)`): the identity
+        in eval mode; in training mode `x` times a mask forward draws from torch's
+        generator (an input of the kernel). `p` is a number or a float param."""
+        given = self.keywords(node, ("p",))
+        arguments = [*node.args, *(k.value for k in given.values())]
+        if len(arguments) != 2:
+            raise SpecError("`dropout` takes a tensor and p: `dropout(x, 0.5)`", node.span)
+        operand, rate = self.expr(arguments[0]), arguments[1]
+        if not isinstance(operand.type, ir.TensorType) or not operand.type.dtype.is_float:
+            raise SpecError("`dropout` takes a float tensor", arguments[0].span)
+        if isinstance(rate, s.Number):
+            p: float | str = rate.value
+            if not 0.0 <= rate.value <= 1.0:
+                raise SpecError(
+                    f"dropout probability {rate.text} is not in [0, 1]",
+                    rate.span,
+                    note="torch refuses it too",
+                )
+            if rate.value == 0.0:  # torch returns x and draws nothing
+                return operand
+        elif isinstance(rate, s.Name) and self.float_param(rate) is not None:
+            p = rate.id
+        else:
+            raise SpecError(
+                "dropout's p is a number or a float param of the constructor",
+                rate.span,
+                note="declare `param p: f32 = 0.5` for a p the constructor takes",
+            )
+        if self.mode is ir.Mode.EVAL:
+            self.dropouts += 1
+            return operand
+        name = ir.generated_name(f"mask{self.dropouts}")
+        self.dropouts += 1
+        shape = operand.type.shape
+        self.inputs[name] = ir.Input(
+            name,
+            ir.TensorType(shape, operand.type.dtype),
+            node.span,
+            shape,
+            init=ir.DropoutMask(p),
+        )
+        mask = ir.Ref(name, self.inputs[name].type, node.span)
+        return self.elementwise("mul", (operand, mask), node.span)
+
     def clamp(self, node: s.Call) -> ir.Expr:
         if not node.args:
             raise SpecError("`clamp` needs the value to clamp", node.span)
@@ -1856,9 +1989,12 @@ def as_float(value: ir.Expr, dtype: ir.DType) -> ir.Expr:
     return ir.cast(value, dtype)
 
 
-def typecheck(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Kernel:
+def typecheck(
+    spec: s.Spec, dim_sizes: Mapping[str, int] | None = None, mode: ir.Mode = ir.Mode.TRAINING
+) -> ir.Kernel:
     """Resolves names and checks shapes and dtypes; raises `SpecError` on the first problem.
-    `dim_sizes` overrides declared dim sizes (a scaled-down copy of a large spec)."""
+    `dim_sizes` overrides declared dim sizes (a scaled-down copy of a large spec); `mode` is
+    the module mode the spec means (the kernel's `mode` is None when that does not matter)."""
     dim_sizes = dict(dim_sizes or {})
     declared = {item.name for item in spec.items if isinstance(item, s.DimDecl)}
     unknown = sorted(set(dim_sizes) - declared)
@@ -1868,4 +2004,4 @@ def typecheck(spec: s.Spec, dim_sizes: Mapping[str, int] | None = None) -> ir.Ke
             spec.name_span,
             note="declared dims: " + (", ".join(sorted(declared)) or "none"),
         )
-    return _TypeChecker(spec, dim_sizes).check()
+    return _TypeChecker(spec, dim_sizes, mode).check()

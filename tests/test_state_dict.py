@@ -15,7 +15,6 @@ from ptodsl import modules
 from ptodsl.checking import _check_state, run_check
 from ptodsl.coverage import by_number
 from ptodsl.files import import_file
-from ptodsl.forward import format_forward
 from ptodsl.parser import parse
 from ptodsl.problems import DropIn, ProblemError, ProblemRun
 from ptodsl.typecheck import typecheck
@@ -150,25 +149,6 @@ def test_check_reports_a_drop_in_that_does_not_load_the_models_state():
         _check_state(checked, attrs.evolve(run, state=state, drop_in=failed), "problem p")
     with pytest.raises(ProblemError, match="`bn.num_batches_tracked` int64 \\[\\]"):
         _check_state(checked, attrs.evolve(run, state=state[:-1]), "problem p")
-
-
-def test_a_model_new_with_running_statistics_refuses_eval_mode():
-    """A spec writes BatchNorm's training-mode batch statistics; under `.eval()` the Model
-    reads its running statistics, which ModelNew never uses: ModelNew raises rather than
-    return training mode's output (no kernel runs), and says so in `--emit forward`."""
-    compiled = ptodsl.compile((ROOT / "examples/kernelbench/33_batch_norm.pto").read_text())
-    assert "training mode only: bn (running statistics not modelled)" in format_forward(
-        compiled.program
-    )
-    model = compiled.ModelNew(64).eval()
-    with pytest.raises(NotImplementedError, match="`bn` with training mode's batch statistics"):
-        model(torch.zeros(16, 64, 256, 256, device="meta"))
-    untracked = ptodsl.compile(
-        "kernel k\ndims N = 2, C = 4\ninput x: f32[N, C]\n"
-        "weight bn: batch_norm1d(C, track_running_stats=false)\noutput y: f32[N, C]\ny = bn(x)\n"
-    )
-    assert "training mode only" not in format_forward(untracked.program)
-    assert "_expect_training" not in untracked.source
 
 
 def test_level_2_68s_constant_follows_the_value_passed():

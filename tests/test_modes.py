@@ -1,0 +1,328 @@
+"""Train and eval modes as torch has them: `bn(x)` of a BatchNorm with running statistics
+uses the batch's statistics and moves the running ones in training mode (momentum, the
+unbiased variance, `num_batches_tracked`) and uses the running ones in eval mode; `dropout`
+applies a mask drawn from torch's generator in training mode and is the identity in eval
+mode. Generated ModelNews follow the torch Model through training, training and eval
+forwards in pypto's simulator; `check --against` checks both modes and fails every wrong
+kernel below; a spec that leaves the Model's running statistics behind is refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import ptodsl
+from ptodsl import SpecError
+from ptodsl.checking import format_report, run_check
+from ptodsl.files import import_file
+from ptodsl.forward import format_forward
+from ptodsl.problems import ProblemError
+
+BN_SPEC = """kernel bn_relu
+dims N = 16, C = 8, H = 6, W = 6
+param channels: int = C
+input x: f32[N, C, H, W]
+weight bn: batch_norm2d(channels, eps=1e-3, momentum=0.25)
+output y: f32[N, C, H, W]
+y = relu(bn(x))
+"""
+BN_PROBLEM = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(channels, eps=1e-3, momentum=0.25)
+
+    def forward(self, x):
+        return torch.relu(self.bn(x))
+
+
+def get_inputs():
+    return [torch.randn(16, 8, 6, 6) * 2 + 1]
+
+
+def get_init_inputs():
+    return [8]
+"""
+GEMM_BN_SPEC = """kernel gemm_bn
+dims B = 32, K = 24, N = 16
+input x: f32[B, K]
+weight fc: linear(K, N)
+weight bn: batch_norm1d(N)
+output y: f32[B, N]
+y = tanh(bn(fc(x)))
+"""
+GEMM_BN_PROBLEM = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(24, 16)
+        self.bn = torch.nn.BatchNorm1d(16)
+
+    def forward(self, x):
+        return torch.tanh(self.bn(self.fc(x)))
+
+
+def get_inputs():
+    return [torch.randn(32, 24)]
+
+
+def get_init_inputs():
+    return []
+"""
+DROPOUT_SPEC = """kernel gemm_dropout
+dims B = 16, K = 32, N = 24
+param p: f32 = 0.3
+input x: f32[B, K]
+weight fc: linear(K, N)
+output y: f32[B, N]
+y = tanh(dropout(fc(x), p))
+"""
+DROPOUT_PROBLEM = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.fc = torch.nn.Linear(32, 24)
+        self.dropout = torch.nn.Dropout(p)
+
+    def forward(self, x):
+        return torch.tanh(self.dropout(self.fc(x)))
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return [0.3]
+"""
+CASES = {
+    "batch_norm2d": (BN_SPEC, BN_PROBLEM),
+    "linear_batch_norm1d": (GEMM_BN_SPEC, GEMM_BN_PROBLEM),
+    "linear_dropout": (DROPOUT_SPEC, DROPOUT_PROBLEM),
+}
+
+
+def _problem(tmp_path, text: str):
+    path = tmp_path / "problem.py"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_model_new_follows_the_model_through_training_training_and_eval(tmp_path, case):
+    """Both built under one seed, the Model's random running statistics loaded into both;
+    each forward seeded alike (dropout draws from torch's generator). After each forward
+    the outputs agree to f32 rounding and every state entry agrees, the step counter
+    exactly. The generated forward runs in pypto's simulator."""
+    spec, problem_text = CASES[case]
+    compiled = ptodsl.compile(spec)
+    problem = import_file(_problem(tmp_path, problem_text), f"modes_{case}")
+    init = problem.get_init_inputs()
+    torch.manual_seed(0)
+    model = problem.Model(*init)
+    torch.manual_seed(0)
+    model_new = compiled.ModelNew(*init)
+    with torch.no_grad():
+        for buffer in model.buffers():
+            if buffer.is_floating_point():
+                buffer.copy_(torch.rand(buffer.shape) + 0.5)
+    model_new.load_state_dict(model.state_dict(), strict=True)
+    for step, training in enumerate((True, True, False)):
+        model.train(training)
+        model_new.train(training)
+        (x,) = problem.get_inputs()
+        with torch.no_grad():
+            torch.manual_seed(100 + step)
+            expected = model(x)
+            torch.manual_seed(100 + step)
+            got = model_new(x)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        state = model_new.state_dict()
+        for name, value in model.state_dict().items():
+            torch.testing.assert_close(state[name], value, rtol=1e-5, atol=1e-6, msg=name)
+    if "bn" in dict(model.named_modules()):
+        assert int(model_new.bn.num_batches_tracked) == 2
+
+
+def test_the_forward_program_has_a_program_per_mode():
+    compiled = ptodsl.compile(BN_SPEC)
+    text = format_forward(compiled.program)
+    assert "forward bn_relu (training mode)" in text
+    assert "update bn.running_mean = _update_bn_running_mean" in text
+    assert "update bn.num_batches_tracked += 1" in text
+    assert "forward bn_relu_eval (eval mode)" in text
+    eval_program = compiled.program.eval
+    assert eval_program is not None and not eval_program.updates
+    assert [t.name for t in eval_program.spec.buffer_inputs] == [
+        "bn_running_mean",
+        "bn_running_var",
+    ]
+    dropout = ptodsl.compile(DROPOUT_SPEC)
+    assert "draw _mask0: f32[16, 24]  # dropout mask (p = p)" in format_forward(dropout.program)
+    assert not dropout.program.eval.spec.dropout_masks
+    # a spec whose result ignores the mode keeps one program and one forward
+    plain = ptodsl.compile(BN_SPEC.replace("momentum=0.25", "track_running_stats=false"))
+    assert plain.program.eval is None and plain.lowered.checked.mode is None
+    assert "_training_forward" not in plain.source
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_check_against_the_problem_passes_in_both_modes(tmp_path, case):
+    """Training mode compares the running statistics forward updates as outputs; eval
+    mode reads them. The JSON report nests eval mode's."""
+    spec, problem_text = CASES[case]
+    report = run_check(ptodsl.compile(spec), against=_problem(tmp_path, problem_text))
+    assert report.verdict == "PASS", format_report(report)
+    assert report.mode == "training" and report.eval_mode.mode == "eval"
+    names = [o.name for o in report.outputs]
+    if "bn" in spec:
+        assert names == ["y", "_update_bn_running_mean", "_update_bn_running_var"]
+        # a draw with a small running variance reaches eval mode's eps
+        assert not any("bn(x)" in r for r in report.eval_mode.unreached)
+    assert [o.name for o in report.eval_mode.outputs] == ["y"]
+    assert report.to_json()["eval_mode"]["verdict"] == "PASS"
+    assert "result: PASS (training mode and eval mode)" in format_report(report)
+
+
+BN_MUTANTS = {
+    "momentum of the running mean": (
+        "bn_running_mean * 0.75 + _t2 * 0.25",
+        "bn_running_mean * 0.8 + _t2 * 0.2",
+        "training",
+    ),
+    "running variance biased": ("_t0 * 0.25043478260869567", "_t0 * 0.25", "training"),
+    "running variance not copied back": (
+        "        self.bn.running_var.copy_(_update_bn_running_var.reshape((8,)))\n",
+        "",
+        "training",
+    ),
+    "batch statistics in eval mode": ("if self.training:", "if True:", "eval"),
+    "eval mode's eps dropped": ("rsqrt(bn_running_var + 0.001)", "rsqrt(bn_running_var)", "eval"),
+    "running statistics swapped": (
+        "(x - pypto.expand_clone(bn_running_mean, [16, 8, 1]))",
+        "(x - pypto.expand_clone(bn_running_var, [16, 8, 1]))",
+        "eval",
+    ),
+}
+DROPOUT_MUTANTS = {
+    "mask not rescaled": (
+        "device).bernoulli_(1 - p).div_(1 - p)",
+        "device).bernoulli_(1 - p)",
+        "training",
+    ),
+    "keeps with probability p": (
+        "device).bernoulli_(1 - p).div_(1 - p)",
+        "device).bernoulli_(p).div_(p)",
+        "training",
+    ),
+    "mask from another generator": (
+        "device).bernoulli_(1 - p)",
+        "device).bernoulli_(1 - p, generator=torch.Generator().manual_seed(7))",
+        "training",
+    ),
+    "dropout left out in training mode": (
+        "        if self.training:\n            return self._training_forward(x)\n",
+        "",
+        "training",
+    ),
+    "dropout in eval mode too": (
+        "return self._eval_forward(x)",
+        "return self._training_forward(x)",
+        "eval",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "mutant"),
+    [(BN_SPEC, BN_PROBLEM, m) for m in BN_MUTANTS]
+    + [(DROPOUT_SPEC, DROPOUT_PROBLEM, m) for m in DROPOUT_MUTANTS],
+    ids=[*BN_MUTANTS, *DROPOUT_MUTANTS],
+)
+def test_check_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
+    """Each module is the generated one with one fault; the mode it breaks fails."""
+    old, new, mode = {**BN_MUTANTS, **DROPOUT_MUTANTS}[mutant]
+    compiled = ptodsl.compile(spec)
+    assert compiled.source.count(old) == 1, old
+    path = tmp_path / "wrong.py"
+    path.write_text(compiled.source.replace(old, new), encoding="utf-8")
+    report = run_check(compiled, against=_problem(tmp_path, problem), kernel_path=path)
+    assert report.verdict == "FAIL"
+    failed = report if mode == "training" else report.eval_mode
+    assert any(not o.ok for o in failed.outputs), format_report(report)
+
+
+def test_a_spec_that_leaves_the_running_statistics_behind_is_refused(tmp_path):
+    """Batch statistics written out by hand compute training mode's output, but the
+    Model's forward also moves its running statistics, which ModelNew's then never do:
+    the check says so and what to write instead."""
+    by_hand = BN_SPEC.replace(
+        "y = relu(bn(x))",
+        "let mu = mean(x, axis=[0, 2, 3], keepdim=true)\n"
+        "let sigma2 = var(x, axis=[0, 2, 3], keepdim=true, correction=0)\n"
+        "y = relu((x - mu) * rsqrt(sigma2 + 1e-3) * bn.weight.reshape(C, 1, 1)"
+        " + bn.bias.reshape(C, 1, 1))",
+    )
+    compiled = ptodsl.compile(by_hand)
+    assert compiled.lowered.checked.mode is None
+    with pytest.raises(ProblemError, match="updates `bn.num_batches_tracked`, `bn.running_mean`"):
+        run_check(compiled, against=_problem(tmp_path, BN_PROBLEM))
+
+
+def test_a_spec_without_a_problem_checks_both_modes():
+    """The spec's own torch reference draws the same masks and reads the same buffers."""
+    report = run_check(ptodsl.compile(DROPOUT_SPEC))
+    assert report.verdict == "PASS" and report.eval_mode.verdict == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            BN_SPEC.replace("batch_norm2d(channels, eps=1e-3, momentum=0.25)", "batch_norm2d(C)")
+            .replace("dims N = 16", "dims N = 1")
+            .replace("H = 6, W = 6", "H = 1, W = 1"),
+            "`bn(x)` in training mode normalises 1 value per channel",
+        ),
+        (
+            BN_SPEC.replace("y = relu(bn(x))", "y = bn(relu(bn(x)))"),
+            "`bn` is applied twice: in training mode each application moves its running",
+        ),
+        (
+            BN_SPEC.replace(
+                "batch_norm2d(channels, eps=1e-3, momentum=0.25)",
+                "instance_norm2d(C, track_running_stats=true)",
+            ),
+            "`bn(x)` with track_running_stats=true: ptodsl does not model an instance norm",
+        ),
+        (
+            DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x), 1.5)"),
+            "dropout probability 1.5 is not in [0, 1]",
+        ),
+        (
+            DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x), K)"),
+            "dropout's p is a number or a float param of the constructor",
+        ),
+        (
+            DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x))"),
+            "`dropout` takes a tensor and p",
+        ),
+    ],
+)
+def test_mode_dependent_spec_errors(text, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        ptodsl.compile(text)
+
+
+def test_dropout_of_zero_is_the_identity_and_draws_nothing():
+    compiled = ptodsl.compile(DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x), 0.0)"))
+    assert compiled.lowered.checked.mode is None and compiled.program.eval is None
+    assert "_dropout_mask" not in compiled.source
