@@ -182,6 +182,7 @@ def run(
     expected = None
     scales = None
     moved: set[str] = set()
+    counters: dict[str, int] = {}
     returns, dtypes, shapes = _result_form(model, given)
     if fits:
         scales = [spread(parameter.detach()) for parameter in parameters]
@@ -191,11 +192,15 @@ def run(
         model = model.double()
         model.train(request.get("training", True))
         seeds = request.get("forward_seeds") or [None] * len(runs)
-        starts = buffers or [{}] * len(runs)
+        # every draw's forward starts from the state the Model was built with, the drawn
+        # running statistics loaded over it
+        initial = {name: value.clone() for name, value in model.named_buffers()}
+        starts = [{**initial, **given} for given in buffers or [{}] * len(runs)]
         expected = [
             _forward_from(model, arguments, start, seed, request.get("updated", []), moved)
             for arguments, start, seed in zip(runs, starts, seeds, strict=True)
         ]
+        counters = problems.step_counters(model)
     return {
         "init_values": init_values,
         "inputs": given,
@@ -209,6 +214,7 @@ def run(
         "dtypes": dtypes,
         "shapes": shapes,
         "moved": sorted(moved),
+        "counters": counters,
     }
 
 

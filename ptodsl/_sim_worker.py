@@ -23,7 +23,7 @@ import pypto
 import torch
 
 from ptodsl import interpret, simulator, workers
-from ptodsl.problems import describe_result
+from ptodsl.problems import describe_result, step_counters
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
@@ -82,10 +82,14 @@ def simulate(
         for index, (before, after) in enumerate(zip(sent["inputs"], payload["inputs"], strict=True))
         if isinstance(before, torch.Tensor) and not torch.equal(before, after)
     ]
-    form = {"returns": describe_result(result), "changed_inputs": changed}
+    buffers = dict(model.named_buffers())
+    form = {
+        "returns": describe_result(result),
+        "changed_inputs": changed,
+        "counters": step_counters(model),
+    }
     (request_dir / simulator._FORM_FILE).write_text(json.dumps(form))
     # training mode's new running statistics, as the problem's Model's are compared
-    buffers = dict(model.named_buffers())
     updated = [buffers[name].detach().clone() for name in payload["updated"]]
     return [_compact(t.detach()) for t in _as_list(result)] + updated
 

@@ -345,6 +345,8 @@ class Case:
     # and each output's torch dtype (None: the spec's reference, which is the spec)
     returns: str | None = None
     dtypes: tuple[str, ...] | None = None
+    # the Model's step counters (`num_batches_tracked`) after forward (None: not known)
+    counters: dict[str, int] | None = None
 
     def forward_and_state(
         self, checked: ir.Kernel
@@ -653,9 +655,10 @@ def _problem_case(
             )
     agree = functools.partial(_expect_same_meaning, where=f"{where}, draw {draw.name}")
     scaled, dtypes = tuple(run.scaled), tuple(run.dtypes)
-    return _evaluated_case(
+    case = _evaluated_case(
         compiled, draw, inputs, init_kwargs, scalars, expected, agree, scaled, run.returns, dtypes
     )
+    return attrs.evolve(case, counters=dict(run.counters))
 
 
 def problem_case(
@@ -1151,6 +1154,13 @@ class _DrawRunner:
             "leaves its inputs as they were"
             for what, on in written.items()
         ]
+        for run in self.runs[:1]:  # every draw's forward starts from the same counters
+            faults += [
+                f"ModelNew's `{name}` is {run.counters.get(name)} after forward; the problem's "
+                f"Model's is {steps}"
+                for name, steps in (seeded.counters or {}).items()
+                if run.counters.get(name) != steps
+            ]
         count = len(checked.returned_outputs)
         wanted = seeded.returns or ("a tensor" if count == 1 else f"a tuple of {count} tensors")
         returned = {run.returns for run in self.runs if run.returns}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl import ir, modules
 from ptodsl.diagnostics import FrameError
 
 
@@ -52,8 +52,14 @@ class Forward:
 
     @property
     def counted(self) -> tuple[str, ...]:
-        """The modules whose `num_batches_tracked` each forward counts (those it updates)."""
-        return tuple(dict.fromkeys(o.updates.split(".")[0] for o in self.updates))
+        """The modules whose `num_batches_tracked` each forward counts: the BatchNorms it
+        updates (torch's instance norm leaves its counter alone)."""
+        updated = {o.updates.split(".")[0] for o in self.updates}
+        return tuple(
+            m.name
+            for m in self.spec.modules
+            if m.name in updated and modules.MODULES[m.kind].counts_batches
+        )
 
     @property
     def kernels(self) -> tuple[ir.Kernel, ...]:

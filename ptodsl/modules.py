@@ -105,6 +105,10 @@ class ModuleDef:
     # same in both modes, and a module with buffers but no `updates` cannot be applied.
     eval_apply: Callable[[Application], s.Expr] | None = None
     updates: Callable[[Application], dict[str, s.Expr]] | None = None
+    # the axes of an operand of rank r that one batch statistic reduces (BatchNorm's all
+    # but the channels, InstanceNorm's the positions)
+    statistic_axes: Callable[[int], tuple[int, ...]] | None = None
+    counts_batches: bool = False  # training mode counts `num_batches_tracked` (BatchNorm)
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -302,7 +306,7 @@ def _batch_norm_apply(a: Application) -> s.Expr:
     return _affine_applied(a, normalised, per_channel=True)
 
 
-def _batch_norm_eval_apply(a: Application) -> s.Expr:
+def _running_eval_apply(a: Application) -> s.Expr:
     """`bn(x)` in eval mode: each channel normalised with its running statistics."""
     centred = a.binary("sub", a.operand, _per_channel(a, a.buffers["running_mean"]))
     variance = _per_channel(a, a.buffers["running_var"])
@@ -310,29 +314,49 @@ def _batch_norm_eval_apply(a: Application) -> s.Expr:
     return _affine_applied(a, a.binary("mul", centred, scale), per_channel=True)
 
 
-def batch_norm_values(shape: tuple[int, ...]) -> int:
-    """The values one channel's batch statistics reduce: torch refuses training mode's
-    unbiased variance of one."""
-    return math.prod(size for axis, size in enumerate(shape) if axis != 1)
+def _batch_statistic_axes(rank: int) -> tuple[int, ...]:
+    return (0, *range(2, rank))
 
 
-def _batch_norm_updates(a: Application) -> dict[str, s.Expr]:
-    """`bn(x)` in training mode moves each running statistic toward the batch's by the
-    momentum, the variance unbiased (`n / (n - 1)` times the biased one), as torch does.
-    Each is the statistics' kept shape ([1, C, 1, 1]): the channels stay on axis 1, where
-    launches by channels cut them."""
-    mean, variance = _statistics(a, a.operand, (0, *range(2, len(a.shape))))
-    momentum = float(a.arguments["momentum"])
-    count = batch_norm_values(a.shape)
+def _instance_statistic_axes(rank: int) -> tuple[int, ...]:
+    return tuple(range(2, rank))
 
-    def moved(attribute: str, batch: s.Expr, factor: float) -> s.Expr:
-        kept = a.binary("mul", _per_channel(a, a.buffers[attribute]), a.literal(1.0 - momentum))
-        return a.binary("add", kept, a.binary("mul", batch, a.literal(factor)))
 
-    return {
-        "running_mean": moved("running_mean", mean, momentum),
-        "running_var": moved("running_var", variance, momentum * count / (count - 1)),
-    }
+def statistic_count(definition: ModuleDef, shape: tuple[int, ...]) -> int:
+    """The values one batch statistic reduces: torch refuses training mode's unbiased
+    variance of one."""
+    assert definition.statistic_axes is not None
+    return math.prod(shape[axis] for axis in definition.statistic_axes(len(shape)))
+
+
+def _running_updates(definition_axes: Callable[[int], tuple[int, ...]]) -> Callable:
+    """Training mode moves each running statistic toward the batch's by the momentum, the
+    variance unbiased (`n / (n - 1)` times the biased one), as torch does; an instance
+    norm's statistics are each sample's, averaged over the batch (torch's instance_norm
+    updates a copy per sample and keeps their mean). Each is the statistics' kept shape
+    ([1, C, 1, 1]): the channels stay on axis 1, where launches by channels cut them."""
+
+    def updates(a: Application) -> dict[str, s.Expr]:
+        axes = definition_axes(len(a.shape))
+        mean, variance = _statistics(a, a.operand, axes)
+        if 0 not in axes:  # per sample: their mean over the batch
+            batch = s.ListExpr((a.literal(0),), a.span)
+            keepdim = s.Bool(True, a.span)
+            mean = a.call("mean", mean, axis=batch, keepdim=keepdim)
+            variance = a.call("mean", variance, axis=batch, keepdim=keepdim)
+        momentum = float(a.arguments["momentum"])
+        count = math.prod(a.shape[axis] for axis in axes)
+
+        def moved(attribute: str, batch: s.Expr, factor: float) -> s.Expr:
+            kept = a.binary("mul", _per_channel(a, a.buffers[attribute]), a.literal(1.0 - momentum))
+            return a.binary("add", kept, a.binary("mul", batch, a.literal(factor)))
+
+        return {
+            "running_mean": moved("running_mean", mean, momentum),
+            "running_var": moved("running_var", variance, momentum * count / (count - 1)),
+        }
+
+    return updates
 
 
 def _group_norm_apply(a: Application) -> s.Expr:
@@ -389,6 +413,7 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
     only in the defaults (an instance norm has no affine parameters and no running
     statistics unless asked)."""
     batch = kind == "batch_norm"
+    axes = _batch_statistic_axes if batch else _instance_statistic_axes
     return ModuleDef(
         f"{kind}{spatial}d",
         f"torch.nn.{'BatchNorm' if batch else 'InstanceNorm'}{spatial}d",
@@ -401,10 +426,10 @@ def _running_norm(kind: str, spatial: int) -> ModuleDef:
         ),
         _affine("num_features", "affine"),
         apply=_batch_norm_apply if batch else _instance_norm_apply,
-        # an instance norm tracking running statistics averages them over the samples:
-        # not modelled
-        eval_apply=_batch_norm_eval_apply if batch else None,
-        updates=_batch_norm_updates if batch else None,
+        eval_apply=_running_eval_apply,
+        updates=_running_updates(axes),
+        statistic_axes=axes,
+        counts_batches=batch,
         # BatchNorm1d takes [N, C] as well as [N, C, L]
         operand_ranks=(2, 3) if batch and spatial == 1 else (spatial + 2,),
         reads_operand_again=True,

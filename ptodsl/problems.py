@@ -201,6 +201,16 @@ class ProblemRun:
     shapes: list[tuple[int, ...]] = attrs.Factory(list)  # forward's outputs', as dtypes
     # the buffers forward changed (state_dict names): training mode's running statistics
     moved: list[str] = attrs.Factory(list)
+    counters: dict[str, int] = attrs.Factory(dict)  # `step_counters` after each forward
+
+
+def step_counters(model: torch.nn.Module) -> dict[str, int]:
+    """Each `num_batches_tracked` buffer's value (a BatchNorm's training-mode steps)."""
+    return {
+        name: int(value)
+        for name, value in model.named_buffers()
+        if name.split(".")[-1] == "num_batches_tracked"
+    }
 
 
 def run_problem(
@@ -297,6 +307,7 @@ def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
         dtypes=result["dtypes"],
         shapes=result["shapes"],
         moved=result["moved"],
+        counters=result["counters"],
         state=[StateEntry(**entry) for entry in result["state"]],
         drop_in=None
         if result["drop_in"] is None

@@ -100,6 +100,8 @@ class SimRun:
     # inputs it wrote to; "" and () for a single kernel launch
     returns: str = ""
     changed_inputs: tuple[int, ...] = ()
+    # each `num_batches_tracked` buffer after forward (BatchNorm's step counters)
+    counters: dict[str, int] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -560,6 +562,7 @@ def _read_results(work_dir: Path, verify: str) -> SimRun:
         verify=verify,
         returns=form.get("returns", ""),
         changed_inputs=tuple(form.get("changed_inputs", ())),
+        counters=form.get("counters", {}),
     )
 
 

@@ -1206,14 +1206,6 @@ class _TypeChecker:
         module = self.modules[node.func]
         definition = modules.MODULES[module.kind]
         running = bool(definition.present_buffers(dict(module.arguments)))
-        if running and definition.updates is None:
-            raise SpecError(
-                f"`{module.name}(x)` with track_running_stats=true: ptodsl does not model an "
-                "instance norm's running statistics",
-                node.span,
-                note="build it without them (torch's default), which normalises each "
-                "sample in either mode",
-            )
         if node.keywords or len(node.args) != 1:
             raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
         parameters = {
@@ -1275,13 +1267,13 @@ class _TypeChecker:
                 note=f"first applied at line {first.line}; declare a module per application",
             )
         self.applied[module.name] = node.span
-        count = modules.batch_norm_values(application.shape)
+        count = modules.statistic_count(definition, application.shape)
         if self.mode is ir.Mode.TRAINING and count < 2:
             raise SpecError(
-                f"`{module.name}(x)` in training mode normalises {count} value per channel",
+                f"`{module.name}(x)` in training mode computes each statistic of {count} value",
                 node.span,
-                note="torch refuses it too: its batch statistics need more than one value "
-                "per channel (the unbiased variance divides by n - 1)",
+                note="torch refuses it too: a running variance needs more than one value per "
+                "statistic (the unbiased variance divides by n - 1)",
             )
         channels = application.shape[1]
         buffers = {}
@@ -1310,7 +1302,7 @@ class _TypeChecker:
         application = attrs.evolve(application, buffers=buffers)
         if self.mode is ir.Mode.EVAL:
             return application
-        assert definition.updates is not None
+        assert definition.updates is not None, "a module with running statistics updates them"
         for attribute, update in definition.updates(application).items():
             name = ir.generated_name("update", f"{module.name}_{attribute}")
             value = self.expr(update)  # [1, C, 1, 1]: the buffer's [C] split

@@ -71,9 +71,9 @@ CASES = {
     "module_with_running_statistics_applied_twice": HEADER
     + "input x: f32[M, N]\nweight bn: batch_norm1d(N)\n"
     "output y: f32[M, N]\ny = bn(bn(x))\n",
-    "instance_norm_with_running_statistics_applied": HEADER
-    + "input x: f32[M, N, 8]\nweight inorm: instance_norm1d(N, track_running_stats=true)\n"
-    "output y: f32[M, N, 8]\ny = inorm(x)\n",
+    "instance_norm_of_one_position_in_training": HEADER
+    + "input x: f32[M, N, 1]\nweight inorm: instance_norm1d(N, track_running_stats=true)\n"
+    "output y: f32[M, N, 1]\ny = inorm(x)\n",
     "dropout_probability_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = dropout(x, 1.5)\n",
     "matmul_contracts_split_axis": HEADER + "input a: f32[M, 2 * N]\ninput b: f32[16, N]\n"

@@ -103,8 +103,37 @@ def get_inputs():
 def get_init_inputs():
     return [0.3]
 """
+# torch's instance norm with running statistics: each sample's statistics, averaged over
+# the batch into the running ones; no step counter
+INORM_SPEC = """kernel inorm_sigmoid
+dims N = 4, C = 6, L = 10
+input x: f32[N, C, L]
+weight inorm: instance_norm1d(C, momentum=0.2, affine=true, track_running_stats=true)
+output y: f32[N, C, L]
+y = sigmoid(inorm(x) * 2.0)
+"""
+INORM_PROBLEM = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inorm = torch.nn.InstanceNorm1d(6, momentum=0.2, affine=True, track_running_stats=True)
+
+    def forward(self, x):
+        return torch.sigmoid(self.inorm(x) * 2.0)
+
+
+def get_inputs():
+    return [torch.randn(4, 6, 10) * 3 - 1]
+
+
+def get_init_inputs():
+    return []
+"""
 CASES = {
     "batch_norm2d": (BN_SPEC, BN_PROBLEM),
+    "instance_norm1d": (INORM_SPEC, INORM_PROBLEM),
     "linear_batch_norm1d": (GEMM_BN_SPEC, GEMM_BN_PROBLEM),
     "linear_dropout": (DROPOUT_SPEC, DROPOUT_PROBLEM),
 }
@@ -150,6 +179,8 @@ def test_model_new_follows_the_model_through_training_training_and_eval(tmp_path
             torch.testing.assert_close(state[name], value, rtol=1e-5, atol=1e-6, msg=name)
     if "bn" in dict(model.named_modules()):
         assert int(model_new.bn.num_batches_tracked) == 2
+    if "inorm" in dict(model.named_modules()):  # torch's instance norm does not count
+        assert int(model_new.inorm.num_batches_tracked) == 0
 
 
 def test_the_forward_program_has_a_program_per_mode():
@@ -290,18 +321,11 @@ def test_a_spec_without_a_problem_checks_both_modes():
             BN_SPEC.replace("batch_norm2d(channels, eps=1e-3, momentum=0.25)", "batch_norm2d(C)")
             .replace("dims N = 16", "dims N = 1")
             .replace("H = 6, W = 6", "H = 1, W = 1"),
-            "`bn(x)` in training mode normalises 1 value per channel",
+            "`bn(x)` in training mode computes each statistic of 1 value",
         ),
         (
             BN_SPEC.replace("y = relu(bn(x))", "y = bn(relu(bn(x)))"),
             "`bn` is applied twice: in training mode each application moves its running",
-        ),
-        (
-            BN_SPEC.replace(
-                "batch_norm2d(channels, eps=1e-3, momentum=0.25)",
-                "instance_norm2d(C, track_running_stats=true)",
-            ),
-            "`bn(x)` with track_running_stats=true: ptodsl does not model an instance norm",
         ),
         (
             DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x), 1.5)"),
@@ -326,3 +350,19 @@ def test_dropout_of_zero_is_the_identity_and_draws_nothing():
     compiled = ptodsl.compile(DROPOUT_SPEC.replace("dropout(fc(x), p)", "dropout(fc(x), 0.0)"))
     assert compiled.lowered.checked.mode is None and compiled.program.eval is None
     assert "_dropout_mask" not in compiled.source
+
+
+def test_check_rejects_a_forward_that_does_not_count_its_steps(tmp_path):
+    """`num_batches_tracked` is torch's code in forward, not a kernel output: the check
+    compares ModelNew's counter after forward with the Model's."""
+    compiled = ptodsl.compile(BN_SPEC)
+    counted = "        self.bn.num_batches_tracked.add_(1)\n"
+    assert compiled.source.count(counted) == 1
+    path = tmp_path / "wrong.py"
+    path.write_text(compiled.source.replace(counted, ""), encoding="utf-8")
+    report = run_check(compiled, against=_problem(tmp_path, BN_PROBLEM), kernel_path=path)
+    assert report.verdict == "FAIL"
+    assert report.problems == (
+        "ModelNew's `bn.num_batches_tracked` is 0 after forward; the problem's Model's is 1",
+    )
+    assert report.eval_mode.ok  # eval mode counts nothing on either side
