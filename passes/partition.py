@@ -295,7 +295,7 @@ def split(kernel: ir.Kernel, point: tuple[ir.Kernel, str]) -> tuple[ir.Kernel, i
     # the names generated from it (`_make_<name>_kernel`, a staging launch's) to fit a line
     writer = _part(
         kernel,
-        cut if cut != kernel.name else f"{cut}_part",
+        (cut if cut != kernel.name else f"{cut}_part") + _mode_suffix(kernel),
         writer_body,
         outputs=(
             *(ir.Output(t.name, t.type, t.span, t.dims) for t in intermediates),
@@ -314,6 +314,11 @@ def split(kernel: ir.Kernel, point: tuple[ir.Kernel, str]) -> tuple[ir.Kernel, i
         kernel, kernel.name, reader_body, outputs=reader_outputs, extra_inputs=intermediates
     )
     return writer, reader
+
+
+def _mode_suffix(kernel: ir.Kernel) -> str:
+    """Eval mode's kernels share a module with training mode's: named apart."""
+    return "_eval" if kernel.mode is ir.Mode.EVAL else ""
 
 
 def _intermediate(let: ir.Let) -> ir.Input:

@@ -195,6 +195,9 @@ def _mode_faults(program: Forward) -> list[str]:
         return faults
     if other.spec.mode is not ir.Mode.EVAL:
         faults.append("the eval program is not in eval mode")
+    names = [kernel.name for kernel in program.every_kernel]
+    if len(set(names)) != len(names):  # one module defines every mode's kernels
+        faults.append(f"kernels of the two modes share a name: {names}")
 
     def returned(kernel: ir.Kernel) -> list[tuple[str, tuple[int, ...]]]:
         return [(o.name, o.declared_shape) for o in kernel.returned_outputs]

@@ -215,12 +215,12 @@ def _input_axes(syntax: s.Spec, checked: ir.Kernel, run: ProblemRun, where: str)
 
 
 def _output_axes(syntax: s.Spec, checked: ir.Kernel, run: ProblemRun) -> list[_Axis]:
-    if len(run.shapes) != len(checked.outputs):  # unknown (no meta kernel), or told later
+    if len(run.shapes) != len(checked.returned_outputs):  # unknown (no meta kernel), or told later
         return []
     decls = {i.name: i for i in syntax.items if isinstance(i, s.OutputDecl)}
     return [
         axis
-        for shape, output in zip(run.shapes, checked.outputs, strict=True)
+        for shape, output in zip(run.shapes, checked.returned_outputs, strict=True)
         for axis in _tensor_axes(f"output `{output.name}`", decls[output.name].type, shape)
     ]
 

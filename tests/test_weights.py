@@ -527,13 +527,3 @@ def test_group_norm_of_a_split_channel_axis_is_one_call():
 def test_a_called_norm_refuses_an_operand_torch_refuses(module, message):
     with pytest.raises(ptodsl.SpecError, match=re.escape(message)):
         ptodsl.compile(NORMS.format(shape=", H, W", module=module))
-
-
-@pytest.mark.parametrize(
-    "module", ["batch_norm2d(C)", "instance_norm2d(C, track_running_stats=true)"]
-)
-def test_a_norm_with_running_statistics_is_not_called_without_modes(module):
-    """Its result depends on train or eval mode: refused with how to write training mode's
-    computation, rather than silently computing one of them."""
-    with pytest.raises(ptodsl.SpecError, match="no train and eval modes yet"):
-        ptodsl.compile(NORMS.format(shape=", H, W", module=module))
