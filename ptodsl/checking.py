@@ -588,7 +588,7 @@ def problem_cases(
         mode=checked.mode,
         buffers=buffers,
         forward_seeds=[draw.data_seed for draw in draws_],
-        updated=[o.updates for o in checked.outputs if o.updates is not None],
+        updated=checked.updated_buffers,
     )
     where = f"problem {problem_path}"
     init_kwargs = _init_arguments(checked, run.init_values, where)
@@ -846,7 +846,7 @@ def _check_moved(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
     """The Model's forward changes a buffer ModelNew's leaves as it was (BatchNorm's running
     statistics, written out by hand as batch statistics): a drop-in that drifts from the
     Model in eval mode."""
-    updated = {o.updates for o in checked.outputs if o.updates is not None}
+    updated = set(checked.updated_buffers)
     counted = {name.split(".")[0] + ".num_batches_tracked" for name in updated}
     unmodelled = [name for name in run.moved if name not in updated | counted]
     if unmodelled:
@@ -1119,7 +1119,7 @@ class _DrawRunner:
             on_launch=on_launch,
             mode=checked.mode,
             forward_seed=case.draw.data_seed,
-            updated=[o.updates for o in checked.outputs if o.updates is not None],
+            updated=checked.updated_buffers,
         )
         del goldens, arguments, state
         expected, scales = case.expected, case.scales

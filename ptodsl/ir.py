@@ -1142,6 +1142,11 @@ class Kernel:
         return tuple(t for t in self.inputs if isinstance(t.init, DropoutMask))
 
     @property
+    def updated_buffers(self) -> tuple[str, ...]:
+        """The module buffers (state_dict names) training mode's outputs update, in order."""
+        return tuple(o.updates for o in self.outputs if o.updates is not None)
+
+    @property
     def returned_outputs(self) -> tuple[Output, ...]:
         """The outputs forward returns (the others update module buffers)."""
         return tuple(o for o in self.outputs if o.updates is None)
