@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 
 import attrs
 from hypothesis import settings
@@ -16,7 +17,7 @@ from hypothesis import settings
 from ptodsl.coverage import SCALED_FILE, by_number, problem_number, read_scaled
 from ptodsl.diagnostics import Source
 from ptodsl.pipeline import lower
-from ptodsl.problems import Resize
+from ptodsl.problems import Resize, rewritten_problem
 from ptodsl.target import PYPTO_0_2_0
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +121,15 @@ FULL_SHAPE_REFUSED = {
     # iteration still needs 3965 tiles (pypto's limit: 2048); a loop over two axes would do
     "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool": "even per index of the loop axis",
 }
+
+
+def scaled_problem(problem: Path, stem: str) -> ModuleType:
+    """The problem file run with its constants set as CI sets them for the spec `stem`
+    (`check --set`)."""
+    tree, _ = rewritten_problem(problem, problem.read_text("utf-8"), ci_resize(stem).constants)
+    module = ModuleType(f"scaled_{stem}")
+    exec(compile(tree, str(problem), "exec"), module.__dict__)  # noqa: S102 - our own problem
+    return module
 
 
 def example_dims(path: Path) -> dict[str, int] | None:

@@ -9,16 +9,14 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from types import ModuleType
 
 import pytest
 import torch
-from conftest import CI_DIMS, ROOT, ci_resize
+from conftest import CI_DIMS, ROOT, scaled_problem
 
 import ptodsl
 from ptodsl.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
 from ptodsl.files import import_file
-from ptodsl.problems import rewritten_problem
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level2"
 PROBLEM_BY_NUMBER = {n: paths for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
@@ -99,14 +97,6 @@ def test_coverage_of_level_2_reports_a_degenerate_problem_and_passes(tmp_path):
     # what ran scaled: the problem's constants as set, and the dims they bound
     assert "at set batch_size=32, in_features=256, out_features=128 (dims " in result.stdout
     assert "1 of 2 problems pass; 1 degenerate" in result.stdout
-
-
-def scaled_problem(problem, stem: str) -> ModuleType:
-    """The problem file run with its constants set as CI sets them (`check --set`)."""
-    tree, _ = rewritten_problem(problem, problem.read_text("utf-8"), ci_resize(stem).constants)
-    module = ModuleType(f"level2_harness_{stem}")
-    exec(compile(tree, str(problem), "exec"), module.__dict__)  # noqa: S102 - our own problem
-    return module
 
 
 # Issue 40's problems that one kernel could not hold (a 3-D convolution then channel-wise
