@@ -310,6 +310,23 @@ def test_check_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
     assert any(not o.ok for o in failed.outputs), format_report(report)
 
 
+@pytest.mark.parametrize(
+    ("spec", "problem", "mutant"),
+    [(BN_SPEC, BN_PROBLEM, m) for m in BN_MUTANTS]
+    + [(DROPOUT_SPEC, DROPOUT_PROBLEM, m) for m in DROPOUT_MUTANTS],
+    ids=[*BN_MUTANTS, *DROPOUT_MUTANTS],
+)
+def test_the_answer_file_harness_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
+    """The harness the examples pass fails each wrong answer file, at the forward whose
+    mode the fault breaks."""
+    old, new, mode = {**BN_MUTANTS, **DROPOUT_MUTANTS}[mutant]
+    compiled = ptodsl.compile(spec)
+    compiled.source = compiled.source.replace(old, new)
+    module = import_file(_problem(tmp_path, problem), f"harness_{tmp_path.name}")
+    with pytest.raises(AssertionError, match="training forward" if mode == "training" else "eval"):
+        follow_through_modes(compiled, module, output_tolerance=1e-5)
+
+
 def test_a_spec_that_leaves_the_running_statistics_behind_is_refused(tmp_path):
     """Batch statistics written out by hand compute training mode's output, but the
     Model's forward also moves its running statistics, which ModelNew's then never do:
