@@ -58,6 +58,36 @@ MODE_DEPENDENT = {
     "batch_norm": "declare the module, `weight bn: batch_norm2d(C)`, and apply it, `bn(x)`: "
     "batch statistics in training mode, its running statistics in eval mode",
 }
+# torch functions a spec writes as a module, or by a builtin of another name.
+WRITTEN_OTHERWISE = {
+    "group_norm": "declare the module, `weight gn: group_norm(G, C)`, and apply it, `gn(x)`",
+    "instance_norm": "declare the module, `weight inorm: instance_norm2d(C)`, and apply it, "
+    "`inorm(x)`",
+    "layer_norm": "declare the module, `weight ln: layer_norm([W])`, and apply it, `ln(x)`",
+    "rms_norm": "write it out, e.g. `x * rsqrt(mean(x * x, axis=1, keepdim=true) + eps)`",
+    "max_pool2d": "a window reduction: `window_max(x, axis=[2, 3], size=2)`",
+    "avg_pool2d": "a window reduction: `window_mean(x, axis=[2, 3], size=2)`",
+    "mse_loss": "write it out, e.g. `mean((a - b) * (a - b))`",
+    "cross_entropy": "write it out with `log_softmax`",
+    "kl_div": "write it out, e.g. `batchmean(t * (log(t) - log_p))`",
+}
+# Where the cookbook (docs/cookbook.md) shows how to write each function above.
+COOKBOOK = "docs/cookbook.md"
+COOKBOOK_SECTION = {
+    **dict.fromkeys(SPELLED_OUT, "activations"),
+    **dict.fromkeys(MODE_DEPENDENT, "norms"),
+    **dict.fromkeys(("group_norm", "instance_norm", "layer_norm", "rms_norm"), "norms"),
+    **dict.fromkeys(("max_pool2d", "avg_pool2d"), "pooling-and-convolution-output-sizes"),
+    **dict.fromkeys(("mse_loss", "cross_entropy", "kl_div"), "losses"),
+}
+
+
+def cookbook_note(name: str) -> str:
+    """`; the cookbook shows how: docs/cookbook.md#norms`, for a function it covers."""
+    section = COOKBOOK_SECTION.get(name)
+    return "" if section is None else f"; the cookbook shows how: {COOKBOOK}#{section}"
+
+
 DOMAINS = {
     "real": "any real number (the default)",
     "positive": "strictly positive numbers",
@@ -187,6 +217,23 @@ def _check_nesting(node: s.Expr, depth: int = 0) -> None:
         keywords = () if isinstance(node, s.ListExpr) else node.keywords
         for child in (*children, *(k.value for k in keywords)):
             _check_nesting(child, depth + 1)
+
+
+def builtin_functions() -> list[str]:
+    """The functions a spec can call (beside its modules), sorted: what the language
+    reference lists."""
+    return sorted(
+        UNARY_FUNCTIONS
+        | set(BINARY_FUNCTIONS)
+        | set(REDUCTIONS)
+        | set(AXIS_FUNCTIONS)
+        | set(MASKS)
+        | set(ARG_REDUCTIONS)
+        | set(WINDOWS)
+        | {"where", "clamp", "cast", "batchmean", "dropout", INDEX.spec, FLIP.spec}
+        | {CONCAT.spec}
+        | set(RESHAPES)
+    )
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -1503,29 +1550,24 @@ class _TypeChecker:
             if name == "pow":
                 return self.power(lhs, rhs, node.span, node.args[1].span)
             return self.elementwise(BINARY_FUNCTIONS[name], (lhs, rhs), node.span)
-        known = sorted(
-            UNARY_FUNCTIONS
-            | set(BINARY_FUNCTIONS)
-            | set(REDUCTIONS)
-            | set(AXIS_FUNCTIONS)
-            | set(MASKS)
-            | set(ARG_REDUCTIONS)
-            | set(WINDOWS)
-            | {"where", "clamp", "cast", "batchmean", "dropout", INDEX.spec, FLIP.spec}
-            | {CONCAT.spec}
-            | set(RESHAPES)
-        )
+        known = builtin_functions()
         if name in SPELLED_OUT:
             raise SpecError(
                 f"no builtin `{name}`",
                 node.func_span,
-                note=f"write it out, e.g. `{SPELLED_OUT[name]}`",
+                note=f"write it out, e.g. `{SPELLED_OUT[name]}`" + cookbook_note(name),
             )
         if name in MODE_DEPENDENT:
             raise SpecError(
                 f"no builtin `{name}`: its result depends on train or eval mode",
                 node.func_span,
-                note=MODE_DEPENDENT[name],
+                note=MODE_DEPENDENT[name] + cookbook_note(name),
+            )
+        if name in WRITTEN_OTHERWISE:
+            raise SpecError(
+                f"no builtin `{name}`",
+                node.func_span,
+                note=WRITTEN_OTHERWISE[name] + cookbook_note(name),
             )
         raise SpecError(
             f"unknown function `{name}`",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import ptodsl
-from ptodsl.typecheck import MODE_DEPENDENT, SPELLED_OUT
+from ptodsl.typecheck import MODE_DEPENDENT, SPELLED_OUT, WRITTEN_OTHERWISE, cookbook_note
 
 HEADER = """kernel k
 dims M = 4, N = 8
@@ -360,3 +360,16 @@ def test_a_mode_dependent_function_says_what_to_write(name):
     with pytest.raises(ptodsl.SpecError, match="depends on train or eval mode") as raised:
         ptodsl.compile(f"kernel f\ndims N = 64\ninput x: f32[N]\noutput y: f32[N]\ny = {name}(x)\n")
     assert MODE_DEPENDENT[name] in str(raised.value)
+
+
+@pytest.mark.parametrize("name", sorted({*SPELLED_OUT, *MODE_DEPENDENT, *WRITTEN_OTHERWISE}))
+def test_a_torch_function_without_a_builtin_points_to_its_cookbook_entry(name):
+    """What to write instead, then the cookbook section that shows it (tests/test_docs.py
+    checks that each section exists)."""
+    spec = f"kernel f\ndims N = 64\ninput x: f32[N]\noutput y: f32[N]\ny = {name}(x)\n"
+    with pytest.raises(ptodsl.SpecError, match=f"no builtin `{name}`") as raised:
+        ptodsl.compile(spec)
+    note = cookbook_note(name)
+    assert note and note in str(raised.value)
+    if name in WRITTEN_OTHERWISE:
+        assert WRITTEN_OTHERWISE[name] in str(raised.value)
