@@ -232,6 +232,7 @@ def builtin_functions() -> list[str]:
         | set(WINDOWS)
         | {"where", "clamp", "cast", "batchmean", "dropout", INDEX.spec, FLIP.spec}
         | {CONCAT.spec}
+        | set(CONVS)
         | set(RESHAPES)
     )
 
