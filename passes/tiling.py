@@ -160,7 +160,8 @@ def plan_conv(conv: ir.Op, target: Target, reads_input: bool = False) -> ir.Conv
     strided = sum(step > 1 for step in geometry.stride)
     if len(geometry.spatial) + 1 + strided > target.max_rank:
         raise SpecError(
-            f"a {len(geometry.spatial)}-D convolution strided along {strided} axes needs "
+            f"a {len(geometry.spatial)}-D convolution strided along {strided} "
+            f"{'axis' if strided == 1 else 'axes'} needs "
             f"views of rank {len(geometry.spatial) + 1 + strided}; PyPTO has {target.max_rank}",
             conv.span,
             note="ptodsl splits each strided axis in two: stride along fewer axes",

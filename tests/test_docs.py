@@ -112,7 +112,7 @@ def _commands(block: Block, prompt: str) -> list[list[str]]:
     """The commands a block shows: its lines after `prompt` (lines without it are output)."""
     lines = block.text.splitlines()
     commands = [line.removeprefix(prompt) for line in lines if line.startswith(prompt)]
-    return [shlex.split(line, comments=True) for line in commands if line.strip()]
+    return [words for line in commands if (words := shlex.split(line, comments=True))]
 
 
 @pytest.mark.parametrize("block", blocks("console"))
