@@ -22,11 +22,19 @@ import selectors
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 from typing import NoReturn
 
-from ptodsl.workers import PARENT_VARIABLE, kill_session
+import psutil
+
+from ptodsl.scratch import make_scratch
+from ptodsl.workers import (
+    PARENT_VARIABLE,
+    become_subreaper,
+    end_descendants,
+    kill_session,
+    kill_tree,
+)
 
 # What every worker imports before it does anything (the workers' own modules are run
 # fresh, as `python -m` would, so they are not among them). torch._dynamo is what torch
@@ -54,11 +62,12 @@ def main() -> None:
     os.environ.update(PYPTO_LOG_ENVIRONMENT)
     # pypto's library also reads where to write its run records when it loads: here, not
     # the user's ~/.pypto
-    home = tempfile.mkdtemp(prefix="ptodsl-zygote-")
+    home = str(make_scratch("zygote"))
     os.environ["PYPTO_HOME"] = home
     for name in PRELOAD:
         importlib.import_module(name)
     zygote = os.getpid()
+    become_subreaper()  # a worker's orphans come here when the worker dies, to be ended
     request = _serve(replies, home)
     _become_worker(request, zygote)  # only a forked worker gets here
 
@@ -104,12 +113,21 @@ def _serve(replies: int, home: str) -> dict:
 
 
 def _reap(workers: set[int], replies: int) -> None:
-    while workers:
-        pid, status = os.waitpid(-1, os.WNOHANG)
+    """Reports the workers that ended; ends the orphans their code left, which came to this
+    process (a subreaper) when their worker died without ending them."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
         if pid == 0:
-            return
-        workers.discard(pid)
-        os.write(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+            break
+        if pid in workers:
+            workers.discard(pid)
+            os.write(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+    for child in psutil.Process().children():
+        if child.pid not in workers:
+            kill_tree(child.pid)
 
 
 def _become_worker(request: dict, zygote: int) -> None:
@@ -119,6 +137,8 @@ def _become_worker(request: dict, zygote: int) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python process
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
+    become_subreaper()
+    atexit.register(end_descendants)
     stdin = os.open(os.devnull, os.O_RDONLY)
     os.dup2(stdin, 0)
     log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

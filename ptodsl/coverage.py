@@ -19,7 +19,6 @@ bound from the resized problem's shapes.
 from __future__ import annotations
 
 import re
-import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -32,6 +31,7 @@ from ptodsl.api import compile as compile_spec
 from ptodsl.diagnostics import SpecError
 from ptodsl.fanout import Task, launch_jobs, run_tasks
 from ptodsl.problems import ProblemError, Resize, parse_setting
+from ptodsl.scratch import scratch
 from ptodsl.serialise import to_json
 from ptodsl.tables import markdown_table
 from ptodsl.target import PYPTO_0_2_0
@@ -132,8 +132,8 @@ def check_texts(pair: Pair, timeout: float = DEFAULT_TIMEOUT_S, launch_jobs: int
     """`check_pair` of a spec and problem given as text (the problem is written to a scratch
     folder under its own name, which its worker imports); a kernel in launches runs up to
     `launch_jobs` of them at once at full shape (`run_check`)."""
-    with tempfile.TemporaryDirectory(prefix="ptodsl-coverage-") as scratch:
-        problem = Path(scratch) / pair.problem_name
+    with scratch("coverage") as folder:
+        problem = folder / pair.problem_name
         problem.write_bytes(pair.problem_bytes)
         row = _checked_row(pair, problem, timeout, launch_jobs)
     # Messages name the problem by its file name, not by the scratch copy's path.

@@ -35,6 +35,7 @@ from typing import Any
 import attrs
 import torch
 
+from ptodsl.scratch import scratch_prefix
 from ptodsl.simulator import PreparedRun, SimRun, prepare_kernel
 from ptodsl.workers import DEFAULT_TIMEOUT_S, stop_all_workers
 
@@ -157,7 +158,7 @@ class _Launches:
     def module(self, source: str, factory: str) -> Path:
         """The module's text as a file that lives as long as this process."""
         if self.folder is None:
-            self.folder = tempfile.TemporaryDirectory(prefix="ptodsl-interpret-")
+            self.folder = tempfile.TemporaryDirectory(prefix=scratch_prefix("interpret"))
         digest = hashlib.sha256(source.encode()).hexdigest()[:16]
         path = Path(self.folder.name) / f"{factory}_{digest}.py"
         if not path.exists():

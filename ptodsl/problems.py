@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import torch
 
 from ptodsl import ir
 from ptodsl.modules import StateEntry
+from ptodsl.scratch import make_scratch
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
     WorkerStopped,
@@ -239,7 +239,7 @@ def run_problem(
     resize = resize or Resize()
     if resize.constants:  # a NAME the file does not assign is the user's error, said here
         rewritten_problem(path, path.read_text(encoding="utf-8"), resize.constants)
-    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-problem-"))
+    work_dir = make_scratch("problem")
     try:
         request = {
             "problem": str(path.resolve()),

@@ -32,6 +32,7 @@ from filelock import FileLock
 
 from ptodsl import ir
 from ptodsl.files import cache_dir
+from ptodsl.scratch import make_scratch
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
     SLAB_STALL,
@@ -366,7 +367,7 @@ def _prepare(
     on_launch: Callable[[int], None] | None = None,
 ) -> PreparedRun:
     module_path = module_path.resolve()
-    work_dir = Path(tempfile.mkdtemp(prefix="ptodsl-sim-"))
+    work_dir = make_scratch("sim")
     try:
         request = {"module_path": str(module_path), **request}
         (work_dir / _REQUEST_FILE).write_text(json.dumps(request))

@@ -12,7 +12,6 @@ and `ptodsl.compile` use a cached plan when one exists.
 from __future__ import annotations
 
 import itertools
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ptodsl.codegen import factory_name
 from ptodsl.diagnostics import Source, SpecError
 from ptodsl.fanout import Task, run_tasks
 from ptodsl.pipeline import Lowered
+from ptodsl.scratch import scratch as scratch_folder
 from ptodsl.serialise import to_json
 from ptodsl.tables import aligned_lines
 from ptodsl.target import PYPTO_0_2_0, Target
@@ -73,7 +73,7 @@ def probe_cost(
 
     checked = lowered.checked
     (kernel, *others) = lowered.kernels
-    with tempfile.TemporaryDirectory(prefix="ptodsl-cost-") as scratch:
+    with scratch_folder("cost") as scratch:
         if module_path is None:
             compiled = Compiled(lowered)
             module_path = Path(scratch) / f"{compiled.name}.py"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
+import psutil
 
 LOG_FILE = "worker.log"
 DEFAULT_TIMEOUT_S = 600.0
@@ -369,9 +371,41 @@ def _last_line(log: Path) -> str:
 
 def _kill_group(worker: Forked) -> None:
     if worker.returncode is None:
-        kill_session(worker.pid)
+        kill_tree(worker.pid)
     with contextlib.suppress(ZygoteLost):
         worker.wait()
+
+
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def become_subreaper() -> None:
+    """The orphans of this process's descendants become its children rather than init's,
+    so that a grandchild that double-forked and left the session (`setsid`) is still in
+    this process's tree, where `kill_tree` and `end_descendants` find it. Linux; the
+    setting is not inherited across fork, so the zygote and each worker set it."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def kill_tree(pid: int) -> None:
+    """Kills process `pid`, its session, and every descendant, including those that left
+    the session: nothing a job started outlives it."""
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    for process in descendants:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    kill_session(pid)
+
+
+def end_descendants() -> None:
+    """In a worker as it exits: the processes its code started and left running end with it
+    (a Model whose forward forks)."""
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def kill_session(pid: int) -> None:

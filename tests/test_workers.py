@@ -56,6 +56,27 @@ elif request == "stall":
     time.sleep(60)
 elif request == "sleep":
     time.sleep(60)
+elif request.startswith("fork"):  # leaves a child, and a grandchild in a session of its own
+    pids = work / "pids.txt"
+    if os.fork() == 0:
+        with open(pids, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        time.sleep(120)
+        os._exit(0)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(pids, "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            time.sleep(120)
+            os._exit(0)
+        os._exit(0)
+    while len(pids.read_text().split()) < 2 if pids.exists() else True:
+        time.sleep(0.05)
+    if request == "fork and sleep":
+        time.sleep(60)
+    elif request == "fork and _exit":
+        os._exit(0)
 elif request.startswith("finish"):  # what a normal exit completes, for exit_fast
     import atexit, ctypes, threading
     libc = ctypes.CDLL(None)
@@ -191,6 +212,23 @@ def test_a_worker_ending_fast_completes_what_a_normal_exit_would(fake, tmp_path,
     log = (work / workers.LOG_FILE).read_text()
     assert "unflushed" in log
     assert ("the message" in log) == (status == 1)
+
+
+@pytest.mark.parametrize("request_", ["fork and exit", "fork and _exit", "fork and sleep"])
+def test_nothing_a_worker_started_outlives_it(fake, tmp_path, request_):
+    """A child, and a grandchild that left the worker's session with setsid, end with the
+    worker: when it exits (its exit ends them), when it skips its exit handlers with
+    os._exit (the zygote, their subreaper, ends them), and when it is killed on its
+    timeout (the kill follows the process tree)."""
+    limits = {"timeout": 3} if request_ == "fork and sleep" else {"timeout": 60}
+    try:
+        fake(request_, **limits)
+    except WorkerTimeout:
+        assert request_ == "fork and sleep"
+    pids = [int(pid) for pid in (tmp_path / request_ / "pids.txt").read_text().split()]
+    assert len(pids) == 2
+    for pid in pids:
+        wait_until_gone(pid)
 
 
 def test_a_worker_that_finishes_returns_its_status(fake):
