@@ -289,14 +289,16 @@ DROPOUT_MUTANTS = {
         "eval",
     ),
 }
-
-
-@pytest.mark.parametrize(
+# Each wrong module: the spec, its problem, and the name of its fault.
+WRONG_MODES = pytest.mark.parametrize(
     ("spec", "problem", "mutant"),
     [(BN_SPEC, BN_PROBLEM, m) for m in BN_MUTANTS]
     + [(DROPOUT_SPEC, DROPOUT_PROBLEM, m) for m in DROPOUT_MUTANTS],
     ids=[*BN_MUTANTS, *DROPOUT_MUTANTS],
 )
+
+
+@WRONG_MODES
 def test_check_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
     """Each module is the generated one with one fault; the mode it breaks fails."""
     old, new, mode = {**BN_MUTANTS, **DROPOUT_MUTANTS}[mutant]
@@ -310,12 +312,7 @@ def test_check_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
     assert any(not o.ok for o in failed.outputs), format_report(report)
 
 
-@pytest.mark.parametrize(
-    ("spec", "problem", "mutant"),
-    [(BN_SPEC, BN_PROBLEM, m) for m in BN_MUTANTS]
-    + [(DROPOUT_SPEC, DROPOUT_PROBLEM, m) for m in DROPOUT_MUTANTS],
-    ids=[*BN_MUTANTS, *DROPOUT_MUTANTS],
-)
+@WRONG_MODES
 def test_the_answer_file_harness_rejects_a_wrong_mode(tmp_path, spec, problem, mutant):
     """The harness the examples pass fails each wrong answer file, at the forward whose
     mode the fault breaks."""
