@@ -32,7 +32,6 @@ from ptodsl.workers import (
     PARENT_VARIABLE,
     become_subreaper,
     end_descendants,
-    kill_session,
     kill_tree,
 )
 
@@ -93,7 +92,7 @@ def _serve(replies: int, home: str) -> dict:
             chunk = os.read(0, 1 << 16)
             if not chunk:
                 for pid in workers:
-                    kill_session(pid)
+                    kill_tree(pid)
                 shutil.rmtree(home, ignore_errors=True)
                 sys.exit(0)
             pending += chunk

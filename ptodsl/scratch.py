@@ -1,4 +1,4 @@
-"""Scratch folders: every temporary folder ptodsl makes is `ptodsl-KIND-PID-XXXX` in the
+"""Scratch folders: every temporary folder ptodsl makes is `ptodsl-KIND-PID-RANDOM` in the
 system's temporary folder, PID the process that made it. A process that ends normally
 removes its own; one that was SIGKILLed cannot, so the first scratch folder a process makes
 sweeps away the folders of processes that no longer exist (only this user's, only ours by
@@ -30,7 +30,7 @@ def scratch_prefix(kind: str) -> str:
 
 
 def make_scratch(kind: str) -> Path:
-    """A new folder `ptodsl-KIND-PID-XXXX`; the caller removes it."""
+    """A new folder `ptodsl-KIND-PID-RANDOM`; the caller removes it."""
     return Path(tempfile.mkdtemp(prefix=scratch_prefix(kind)))
 
 

@@ -167,7 +167,7 @@ class Zygote:
         try:
             self._process.wait(ZYGOTE_EXIT_S)
         except subprocess.TimeoutExpired:
-            kill_session(self._process.pid)
+            kill_tree(self._process.pid)  # its workers and their orphans too
 
     def fork(
         self,
@@ -391,19 +391,20 @@ def kill_tree(pid: int) -> None:
     """Kills process `pid`, its session, and every descendant, including those that left
     the session: nothing a job started outlives it."""
     try:
-        descendants = psutil.Process(pid).children(recursive=True)
+        _kill(psutil.Process(pid).children(recursive=True))
     except psutil.Error:
-        descendants = []
-    for process in descendants:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
+        pass  # it is gone, and its orphans went to the subreaper above it
     kill_session(pid)
 
 
 def end_descendants() -> None:
     """In a worker as it exits: the processes its code started and left running end with it
     (a Model whose forward forks)."""
-    for process in psutil.Process().children(recursive=True):
+    _kill(psutil.Process().children(recursive=True))
+
+
+def _kill(processes: list[psutil.Process]) -> None:
+    for process in processes:
         with contextlib.suppress(psutil.Error):
             process.kill()
 
