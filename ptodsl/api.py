@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ptodsl import ir
 from ptodsl.codegen import emit_pypto
 from ptodsl.diagnostics import Source
-from ptodsl.files import load_module
+from ptodsl.files import load_module, require_run_folders
 from ptodsl.forward import Forward
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.plan import program_plan
@@ -159,6 +159,7 @@ def check(
     edited) instead; `passes` is pypto's verification ("auto", "all" or "graph")."""
     from ptodsl.checking import run_check
 
+    require_run_folders()
     return run_check(
         compiled,
         seed=seed,
@@ -183,4 +184,5 @@ def tune(
     `ptodsl tune` does: the result lists every plan measured."""
     from ptodsl.tuning import tune as measure_plans
 
+    require_run_folders(tuning=store)
     return measure_plans(_source(text, name), dims, budget=budget, check=check, store=store)

@@ -1397,9 +1397,8 @@ def check_job(job: CheckJob) -> CheckReport | str:
 def launches_in_flight(program: Forward, jobs: int) -> int:
     """How many of `program`'s launches run at once, each in a worker of its own: at most
     `jobs`, as many as the memory available now holds at the largest launch's estimate."""
-    limit = memory_limit()
     largest = max(map(sim_memory.verification_bytes, program.kernels))
-    fit = jobs if limit is None else int(limit // largest)
+    fit = int(memory_limit() // largest)
     return max(1, min(jobs, fit, program.launch_count))
 
 

@@ -18,12 +18,18 @@ from pathlib import Path
 import attrs
 import shtab
 
-from ptodsl import __version__, sim_memory
+from ptodsl import __version__, settings, sim_memory
 from ptodsl.api import Compiled, lower_spec
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.diagnostics import EncodingError, Source, SpecError, visible
 from ptodsl.fanout import REPOSITORY, ClusterError, cluster_address
-from ptodsl.files import OutputRefused, write_output
+from ptodsl.files import (
+    OutputRefused,
+    UnusableFolder,
+    require_run_folders,
+    tuning_dir,
+    write_output,
+)
 from ptodsl.forward import format_forward
 from ptodsl.ir import format_kernel
 from ptodsl.picture import program_svg
@@ -32,9 +38,9 @@ from ptodsl.plan import format_plan
 from ptodsl.progress import Progress
 from ptodsl.reference import emit_reference
 from ptodsl.serialise import to_json
+from ptodsl.settings import SettingError
 from ptodsl.syntax import format_syntax
 from ptodsl.tables import markdown_table
-from ptodsl.tuning_cache import tuning_dir
 from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -440,14 +446,7 @@ def _tune(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.spec is None:
         raise UsageError("tune: give a spec (or --list, or --clear)")
-    folder = tuning_dir()
-    try:  # before measuring: a folder tune cannot store into fails now, not after minutes
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UserError(
-            f"cannot store tuned plans in {visible(str(folder))}: {error.strerror or error} "
-            "(PTODSL_TUNING_DIR or PTODSL_CACHE_DIR sets the folder)"
-        ) from None
+    require_run_folders(tuning=True)  # a folder tune cannot store into fails now, not later
 
     def measured(plan) -> str:
         time = f"{plan.cost.sim_time_us:.2f} us" if plan.cost else "failed"
@@ -624,6 +623,7 @@ def _check_side_by_side(args: argparse.Namespace) -> int:
             on_done=lambda index, result: progress.step(
                 f"{tasks[index].label}: {outcome(result).splitlines()[0]}"
             ),
+            timeout=args.timeout,
         )
     if args.json:
         entries = [
@@ -765,6 +765,9 @@ def _run(args: argparse.Namespace) -> int:
             "coverage": _coverage,
             "bench": _bench,
         }
+        settings.current()  # a variable it cannot use is refused before anything runs
+        if args.command in ("check", "coverage", "bench"):
+            require_run_folders()  # before anything is measured
         return commands[args.command](args)
     except SpecError as error:
         print(error.render(), file=sys.stderr)
@@ -778,6 +781,12 @@ def _run(args: argparse.Namespace) -> int:
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)
         return EXIT_USAGE if isinstance(error, UsageError) else EXIT_SPEC_ERROR
+    except SettingError as error:
+        print(f"ptodsl: error: {visible(str(error))}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    except UnusableFolder as error:
+        print(f"ptodsl: error: {visible(str(error))}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
     except BrokenPipeError:
         raise  # not an internal error: main stops quietly
     except KeyboardInterrupt:

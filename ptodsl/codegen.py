@@ -21,6 +21,10 @@ _HELPERS = '''
 def _expect(name, tensor, shape, dtype):
     """forward's contract: rank, shape and dtype exactly as the spec declares them (raised,
     not asserted: `python -O` drops asserts)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_meta:
+        raise ValueError(f"{name}: a meta tensor holds no values to compute on")
     if tensor.dim() != len(shape):
         raise ValueError(f"{name}: expected rank {len(shape)}, got {tensor.dim()}")
     if tuple(tensor.shape) != shape:
@@ -32,18 +36,26 @@ def _expect(name, tensor, shape, dtype):
 def _run_mode():
     """AIKG_PYPTO_RUN_MODE picks the run mode (0 = NPU, 1 = SIM); unset: NPU if present."""
     mode = os.environ.get("AIKG_PYPTO_RUN_MODE")
-    if mode is not None:
-        return pypto.RunMode.NPU if int(mode) == 0 else pypto.RunMode.SIM
-    has_npu = importlib.util.find_spec("torch_npu") is not None
-    return pypto.RunMode.NPU if has_npu else pypto.RunMode.SIM
+    if mode is None:
+        has_npu = importlib.util.find_spec("torch_npu") is not None
+        return pypto.RunMode.NPU if has_npu else pypto.RunMode.SIM
+    if mode not in ("0", "1"):
+        raise ValueError(f"AIKG_PYPTO_RUN_MODE={mode!r}: 0 runs on an NPU, 1 in pypto's simulator")
+    return pypto.RunMode.NPU if mode == "0" else pypto.RunMode.SIM
 
 
 def _launch(make_kernel, arguments, outputs, *tensors):
     """Runs make_kernel(*arguments) on tensors: its inputs, then the `outputs` it writes.
     pypto's simulator models cost only and writes no outputs: there, or with
     PTODSL_INTERPRET=1, ptodsl's interpreter computes them in a worker process."""
-    interpreted = _run_mode() == pypto.RunMode.SIM or os.environ.get("PTODSL_INTERPRET") == "1"
+    run_mode = _run_mode()
+    interpreted = run_mode == pypto.RunMode.SIM or os.environ.get("PTODSL_INTERPRET") == "1"
     if not interpreted or os.environ.get("PTODSL_SIM") == "direct":
+        if run_mode == pypto.RunMode.NPU and importlib.util.find_spec("torch_npu") is None:
+            raise RuntimeError(
+                "AIKG_PYPTO_RUN_MODE=0 runs on an NPU, and torch_npu is not installed: set it "
+                "to 1 for pypto's simulator"
+            )
         make_kernel(*arguments)(*tensors)
         return
     try:

@@ -350,7 +350,14 @@ def run_coverage(
         progress(done, len(chosen), row)
 
     checks = iter(
-        run_tasks(tasks, failed=_failed_task, jobs=jobs, cluster=cluster, on_done=checked)
+        run_tasks(
+            tasks,
+            failed=_failed_task,
+            jobs=jobs,
+            cluster=cluster,
+            on_done=checked,
+            timeout=timeout,
+        )
     )
     rows = [next(checks) if row is None else row for row in rows]
     return [

@@ -21,7 +21,6 @@ failing result (`failed`), never a lost table.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import threading
 import uuid
@@ -32,6 +31,8 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from ptodsl import settings
+from ptodsl.settings import CLUSTER_VARIABLE
 from ptodsl.workers import memory_limit, stop_all_workers
 
 T = TypeVar("T")
@@ -43,7 +44,6 @@ CLUSTER_WORKERS_TIMEOUT_S = 60
 # The repository checkout ptodsl is installed from (editable), whose benchmarks/ folder
 # `ptodsl bench` runs, here or on a cluster worker installed the same way.
 REPOSITORY = Path(__file__).resolve().parent.parent
-CLUSTER_VARIABLE = "DASK_SCHEDULER_ADDRESS"  # Dask's own
 
 
 def cluster_address(option: str | None) -> str | None:
@@ -51,7 +51,7 @@ def cluster_address(option: str | None) -> str | None:
     DASK_SCHEDULER_ADDRESS. Raises ValueError when neither names one."""
     if option is None:
         return None
-    address = option or os.environ.get(CLUSTER_VARIABLE, "")
+    address = option or settings.current().cluster
     if not address:
         raise ValueError(f"--cluster: give the scheduler's address, or set {CLUSTER_VARIABLE}")
     return address
@@ -87,13 +87,17 @@ def run_tasks(
     jobs: int = 1,
     cluster: str | None = None,
     on_done: Callable[[int, T], None] = lambda index, result: None,
+    timeout: float | None = None,
 ) -> list[T]:
     """Every task's result, in the tasks' order. `jobs` tasks run at a time on this machine,
     or, with `cluster` (a Dask scheduler's address), as many as its workers take.
     `on_done(index, result)` hears of each as it finishes (in whatever order they finish);
-    a task that raises, or whose cluster worker keeps dying, gives `failed(task, error)`."""
+    a task that raises, or whose cluster worker keeps dying, gives `failed(task, error)`.
+    On a cluster, `timeout` (the command's --timeout; at most a minute) bounds each wait for
+    a worker: at the start (a ClusterError) and whenever every worker has gone (the tasks
+    not yet done fail)."""
     if cluster is not None:
-        return _on_cluster(tasks, cluster, failed, on_done)
+        return _on_cluster(tasks, cluster, failed, on_done, timeout)
     if jobs == 1:
         return _serially(tasks, failed, on_done)
     return _on_threads(tasks, jobs, failed, on_done)
@@ -152,8 +156,7 @@ class MemoryGate:
 
 
 def _on_threads(tasks, jobs: int, failed, on_done) -> list:
-    budget = memory_limit()
-    gate = MemoryGate(float("inf") if budget is None else budget)
+    gate = MemoryGate(memory_limit())
 
     def admitted(task: Task) -> Any:
         gate.enter(task.memory)
@@ -183,25 +186,26 @@ def _on_threads(tasks, jobs: int, failed, on_done) -> list:
     return results
 
 
-def _on_cluster(tasks, address: str, failed, on_done) -> list:
+def _on_cluster(tasks, address: str, failed, on_done, timeout: float | None) -> list:
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
+        from distributed import wait as wait_for
     except ImportError:
         raise ClusterError(
             "--cluster needs Dask distributed: pip install 'ptodsl[cluster]'"
         ) from None
+    patience = (
+        CLUSTER_WORKERS_TIMEOUT_S if timeout is None else min(timeout, CLUSTER_WORKERS_TIMEOUT_S)
+    )
     try:
-        client = Client(address, timeout=CLUSTER_WORKERS_TIMEOUT_S)
+        client = Client(address, timeout=patience)
     except OSError as error:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
     with client:
         try:
-            client.wait_for_workers(1, timeout=CLUSTER_WORKERS_TIMEOUT_S)
+            client.wait_for_workers(1, timeout=patience)
         except TimeoutError:
-            raise ClusterError(
-                f"the Dask scheduler at {address} has no workers after "
-                f"{CLUSTER_WORKERS_TIMEOUT_S} s: start some with `dask worker {address}`"
-            ) from None
+            raise ClusterError(_no_workers(address, patience)) from None
         largest = _largest_memory_resource(client)
         run = uuid.uuid4().hex  # Dask keeps results by key: two runs never share one
         futures = [
@@ -216,14 +220,35 @@ def _on_cluster(tasks, address: str, failed, on_done) -> list:
         ]
         index_of = {future.key: index for index, future in enumerate(futures)}
         results: list[Any] = [None] * len(tasks)
-        for future in as_completed(futures):
-            index = index_of[future.key]
+        pending = set(futures)
+        while pending:
             try:
-                results[index] = future.result()
-            except Exception as error:  # noqa: BLE001 - includes KilledWorker: a failing row
-                results[index] = failed(tasks[index], error)
-            on_done(index, results[index])
+                done, gone = wait_for(pending, patience, "FIRST_COMPLETED").done, None
+            except TimeoutError:  # still running, unless the workers have all gone
+                try:
+                    client.wait_for_workers(1, timeout=patience)
+                    continue
+                except TimeoutError:
+                    done, gone = set(pending), ClusterError(_no_workers(address, patience))
+            pending -= done
+            for future in sorted(done, key=lambda future: index_of[future.key]):
+                index = index_of[future.key]
+                try:
+                    if gone is not None:
+                        future.cancel()
+                        raise gone
+                    results[index] = future.result()
+                except Exception as error:  # noqa: BLE001 - includes KilledWorker: a failing row
+                    results[index] = failed(tasks[index], error)
+                on_done(index, results[index])
     return results
+
+
+def _no_workers(address: str, seconds: float) -> str:
+    return (
+        f"the Dask scheduler at {address} has no workers after {seconds:g} s: start some "
+        f"with `dask worker {address}`"
+    )
 
 
 def _largest_memory_resource(client) -> float | None:

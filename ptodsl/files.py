@@ -10,17 +10,93 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-import platformdirs
+from ptodsl import settings
 
 
 def cache_dir() -> Path:
-    """Where ptodsl keeps what it builds: `PTODSL_CACHE_DIR`, else the platform's user cache
-    folder (platformdirs: `$XDG_CACHE_HOME/ptodsl`, by default ~/.cache/ptodsl on Linux)."""
-    configured = os.environ.get("PTODSL_CACHE_DIR")
-    return Path(configured) if configured else platformdirs.user_cache_path("ptodsl")
+    """Where ptodsl keeps what it builds (`Settings.cache_dir`)."""
+    return settings.current().cache_dir
+
+
+def tuning_dir() -> Path:
+    """Where `ptodsl tune` keeps plans (`Settings.tuning_dir`)."""
+    return settings.current().tuning_dir
+
+
+def require_run_folders(tuning: bool = False) -> None:
+    """Before a run measures anything: the folders it writes are usable (TMPDIR for its
+    scratch folders; the cache; with `tuning`, the tuning folder), else UnusableFolder."""
+    require_writable(Path(tempfile.gettempdir()), "TMPDIR")
+    require_usable_folder(cache_dir(), "PTODSL_CACHE_DIR")
+    if tuning:
+        require_usable_folder(tuning_dir(), "PTODSL_TUNING_DIR or PTODSL_CACHE_DIR")
+
+
+class UnusableFolder(Exception):
+    """A folder ptodsl writes cannot take its files (read-only, full, not a folder), or
+    holds something other than files and folders where ptodsl keeps its own (a FIFO would
+    block a read forever): the user's environment, named by path (exit 1, not a bug)."""
+
+
+def require_usable_folder(folder: Path, set_by: str) -> None:
+    """Before anything is measured: `folder` exists (it is created), it and the folders in
+    it take a file (one is written, synced and removed), and it holds only regular files,
+    folders and links to them. `set_by` names what chose the folder, for the message."""
+    require_writable(folder, set_by)
+    for path in _walk(folder):
+        if path.is_dir() and not path.is_symlink():
+            require_writable(path, set_by)
+        elif not path.is_file() and path.exists():
+            raise UnusableFolder(
+                f"{path} is {file_kind(path.stat().st_mode)}, where ptodsl keeps only files "
+                "and folders: remove it"
+            )
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Everything under `folder`, without following links to folders."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            yield Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(Path(entry.path))
+
+
+def require_writable(folder: Path, set_by: str) -> None:
+    """`folder` exists (created if missing) and takes a file: else UnusableFolder."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".ptodsl-probe-")
+        try:
+            os.write(handle, b"\0")  # a full disk refuses the first block, not the name
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+            os.unlink(probe)
+    except OSError as error:
+        why = error.strerror or str(error)
+        if folder.exists() and not folder.is_dir():
+            why = f"it is {file_kind(folder.stat().st_mode)}, not a folder"
+        raise UnusableFolder(f"cannot write in {folder}: {why} ({set_by} sets it)") from None
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes; anything else (a FIFO, a device, a folder) is an OSError at
+    once rather than a read that blocks or never ends."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(handle, "rb") as stream:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path} is {file_kind(mode)}, not a regular file")
+        return stream.read()
+
+
+class NotRegularFile(OSError):
+    """A path read as a file is something else."""
 
 
 def write_atomically(
@@ -47,13 +123,20 @@ class OutputRefused(OSError):
     """An output path ptodsl will not write: it does not own what is there."""
 
 
-_NOT_REGULAR = (
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
 )
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode says a path is, as a diagnostic names it ("a FIFO")."""
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
 
 
 def write_output(path: Path, text: str) -> None:
@@ -68,9 +151,10 @@ def write_output(path: Path, text: str) -> None:
     except FileNotFoundError:
         existing = None
     if existing is not None:
-        kind = next((name for test, name in _NOT_REGULAR if test(existing.st_mode)), None)
-        if kind is not None:
-            raise OutputRefused(f"{path} is {kind}, not a regular file: ptodsl writes files")
+        if not stat.S_ISREG(existing.st_mode):
+            raise OutputRefused(
+                f"{path} is {file_kind(existing.st_mode)}, not a regular file: ptodsl writes files"
+            )
         if not existing.st_mode & 0o222:
             raise OutputRefused(f"{path} is read-only: make it writable or choose another name")
         mode = stat.S_IMODE(existing.st_mode)
@@ -89,7 +173,7 @@ def load_module(source: str, stem: str) -> ModuleType:
     if module_name in sys.modules:
         return sys.modules[module_name]
     path = cache_dir() / "modules" / digest / f"{stem}.py"
-    if not path.exists() or path.read_text(encoding="utf-8") != source:
+    if not path.exists() or read_regular(path) != source.encode():
         write_atomically(path, source)
     return import_file(path, module_name)
 

@@ -22,9 +22,10 @@ calls it after `forward`, which otherwise returns before its last outputs are wr
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import linecache
-import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -35,12 +36,13 @@ from typing import Any
 import attrs
 import torch
 
+from ptodsl import settings
+from ptodsl.files import file_kind
 from ptodsl.scratch import scratch_prefix
 from ptodsl.simulator import PreparedRun, SimRun, prepare_kernel
-from ptodsl.workers import DEFAULT_TIMEOUT_S, stop_all_workers
+from ptodsl.workers import stop_all_workers
 
 MODES = {"interpret": "graph", "cost": "none"}  # PTODSL_SIM -> pypto verification level
-IN_FLIGHT_VARIABLE = "PTODSL_LAUNCHES_IN_FLIGHT"
 
 
 class CostOnly(RuntimeError):
@@ -57,22 +59,20 @@ def launch(
     """Interpret `factory(*arguments)(*tensors)` from the generated module registered under
     `module_file` (a file, or the name a KernelBench answer gives linecache); writes the last
     `outputs` tensors, at once or, with launches in flight, by `finish_launches`."""
-    mode = os.environ.get("PTODSL_SIM", "interpret")
-    if mode not in MODES:
-        raise ValueError(
-            f"PTODSL_SIM={mode!r}: unset it (or `interpret`) for computed outputs, `cost` for "
-            "the cost model alone"
-        )
+    asked = settings.current()
+    mode = asked.sim_mode
+    if mode not in MODES:  # `direct` is a worker's: its module runs kernels itself
+        raise ValueError(f"PTODSL_SIM={mode!r} reached the interpreter, which it bypasses")
     source = "".join(linecache.getlines(module_file))
     if not source:
         raise RuntimeError(
             f"the generated module's text is not readable from {module_file!r}: import the "
             "module's file, or exec the `--emit kernelbench` answer, which registers its text"
         )
-    in_flight = launches_in_flight() if mode == "interpret" else 1
+    _check_scalars(source, factory, arguments)
+    trace_dir = _trace_dir(asked.trace_dir)
+    in_flight = asked.launches_in_flight if mode == "interpret" else 1
     _LAUNCHES.wait_for(tensors, in_flight)
-    trace = os.environ.get("PTODSL_TRACE")
-    trace_dir = None if trace is None else Path(trace)
     prepared = prepare_kernel(
         _LAUNCHES.module(source, factory),
         factory,
@@ -80,7 +80,7 @@ def launch(
         tensors,
         outputs,
         verify=MODES[mode],
-        timeout=float(os.environ.get("PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S)),
+        timeout=asked.launch_timeout,
         trace_dir=trace_dir,
         trace_number=None if trace_dir is None else _LAUNCHES.trace_number(trace_dir),
     )
@@ -97,12 +97,41 @@ def launch(
     _write(run, written)
 
 
-def launches_in_flight() -> int:
-    """How many launches may run at once (PTODSL_LAUNCHES_IN_FLIGHT, default 1)."""
-    text = os.environ.get(IN_FLIGHT_VARIABLE, "1")
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{IN_FLIGHT_VARIABLE}={text!r}: a number of launches, at least 1")
-    return int(text)
+def _check_scalars(source: str, factory: str, arguments: Sequence[Any]) -> None:
+    """Refuses a float argument beyond f32's range: torch computes with inf there, while
+    pypto's calculator clamps an f32 scalar operand to the largest finite f32 (`From` in its
+    calc_torch.cpp), so the interpreter's values would differ from torch's."""
+    for name, argument in zip(_factory_parameters(source, factory), arguments, strict=True):
+        if isinstance(argument, float) and torch.tensor(argument, dtype=torch.float32).isinf():
+            raise ValueError(
+                f"{name}={argument!r} is beyond f32's range (torch computes with inf), and "
+                "pypto's simulator clamps a scalar operand to ±3.4028235e+38: pass a value f32 "
+                "can hold, or run on an NPU"
+            )
+
+
+@functools.cache
+def _factory_parameters(source: str, factory: str) -> tuple[str, ...]:
+    """The names of a generated module's kernel factory's parameters (its scalar inputs)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == factory:
+            return tuple(argument.arg for argument in node.args.args)
+    raise RuntimeError(f"the generated module defines no kernel factory {factory!r}")
+
+
+def _trace_dir(folder: Path | None) -> Path | None:
+    """PTODSL_TRACE's folder, created if missing; anything else there is refused before
+    the launch runs (pypto's output is copied in after it)."""
+    if folder is None:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = error.strerror or str(error)
+        if folder.exists() and not folder.is_dir():
+            why = f"it is {file_kind(folder.stat().st_mode)}, not a folder"
+        raise ValueError(f"PTODSL_TRACE='{folder}': cannot keep traces there: {why}") from None
+    return folder
 
 
 def settle(tensor: torch.Tensor) -> None:

@@ -30,8 +30,8 @@ import attrs
 import torch
 from filelock import FileLock
 
-from ptodsl import ir
-from ptodsl.files import cache_dir
+from ptodsl import ir, settings
+from ptodsl.files import cache_dir, read_regular
 from ptodsl.scratch import make_scratch
 from ptodsl.workers import (
     DEFAULT_TIMEOUT_S,
@@ -202,8 +202,8 @@ def _intact(library: Path) -> bool:
     """Whether the cached library is the one the build wrote: a truncated or altered file
     (a full disk, a copy cut short) is rebuilt rather than failing every later check."""
     try:
-        recorded = _digest_path(library).read_text().strip()
-        return hashlib.sha256(library.read_bytes()).hexdigest() == recorded
+        recorded = read_regular(_digest_path(library)).decode(errors="replace").strip()
+        return hashlib.sha256(read_regular(library)).hexdigest() == recorded
     except OSError:
         return False
 
@@ -636,7 +636,7 @@ def _float(text: str) -> float | None:
 
 
 def _dispose(work_dir: Path) -> None:
-    if os.environ.get("PTODSL_KEEP_SIM_DIR") == "1":
+    if settings.current().keep_sim_dir:
         print(f"ptodsl: kept simulation files in {work_dir}", file=sys.stderr)
         return
     shutil.rmtree(work_dir, ignore_errors=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import sys
 from collections.abc import Mapping
@@ -21,16 +20,8 @@ from typing import Any
 import attrs
 
 from ptodsl import __version__, ir
-from ptodsl.files import cache_dir, write_atomically
+from ptodsl.files import NotRegularFile, read_regular, tuning_dir, write_atomically
 from ptodsl.target import PYPTO_0_2_0, Target
-
-
-def tuning_dir() -> Path:
-    """`PTODSL_TUNING_DIR`, else `tuning/` in ptodsl's cache folder."""
-    configured = os.environ.get("PTODSL_TUNING_DIR")
-    if configured:
-        return Path(configured)
-    return cache_dir() / "tuning"
 
 
 def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
@@ -93,7 +84,9 @@ def cached_tuning(
     that names its file (once per process), and compile uses the default plan."""
     path = _cache_path(text, dims, target)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(read_regular(path).decode("utf-8"))
+    except NotRegularFile:
+        return _ignored(path, "not a regular file")
     except (OSError, UnicodeDecodeError):
         return None  # no entry (or no readable cache folder): compile untuned
     except (ValueError, RecursionError) as error:
@@ -181,7 +174,7 @@ def entries() -> list[Entry]:
     found = []
     for path in _entry_paths():
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = json.loads(read_regular(path).decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             record = None
         if not isinstance(record, dict):

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import ctypes
 import json
-import math
 import os
 import signal
 import subprocess
@@ -27,8 +26,10 @@ from pathlib import Path
 import attrs
 import psutil
 
+from ptodsl import settings
+from ptodsl.settings import DEFAULT_TIMEOUT_S, PARENT_VARIABLE  # noqa: F401 - also theirs
+
 LOG_FILE = "worker.log"
-DEFAULT_TIMEOUT_S = 600.0
 GIB = 1 << 30
 # What a worker leaves the rest of the machine of the memory available when it starts.
 MEMORY_MARGIN = GIB // 2
@@ -67,7 +68,6 @@ SLAB_STALL = Stall(
     "progress",
 )
 POLL_S = 1.0
-PARENT_VARIABLE = "PTODSL_WORKER_PARENT"
 EXIT_ORPHANED = 70  # a worker whose parent died (EX_SOFTWARE): nobody reads its status
 
 
@@ -269,7 +269,7 @@ def exit_with_parent() -> None:
     PR_SET_PDEATHSIG would follow the starting thread, not the process. The parent is the
     zygote that forked it (PARENT_VARIABLE), which ends when the process it serves ends:
     one that died before this started is seen too."""
-    parent = int(os.environ.get(PARENT_VARIABLE, os.getppid()))
+    parent = settings.current().worker_parent or os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -304,7 +304,7 @@ def _reason_to_stop(
     if time.monotonic() - started > timeout:
         return WorkerTimeout(f"did not finish within {timeout:g} s")
     if memory_limit is not None:
-        used = group_resident_bytes(worker.pid)
+        used = tree_resident_bytes(worker.pid)
         if used > memory_limit:
             return WorkerOverMemory(
                 f"used {used / GIB:.1f} GiB, more than the {memory_limit / GIB:.1f} GiB it was "
@@ -318,46 +318,31 @@ def _reason_to_stop(
     return None
 
 
-def group_resident_bytes(group: int) -> int:
-    """The memory of every process in process group `group`: the sum of their proportional
-    set sizes (pages shared between them, as after a fork, counted once; Linux /proc; 0
-    where it cannot be read)."""
+def tree_resident_bytes(pid: int) -> int:
+    """The memory of process `pid` and all its descendants (a `setsid` grandchild included:
+    a worker is their subreaper): the sum of their proportional set sizes, so pages shared
+    between them, as after a fork, count once (0 for a process that cannot be read)."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
     total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            # the fields after the command (which may hold spaces) in parentheses
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[2]) != group:
-                continue
-            rollup = (entry / "smaps_rollup").read_text()
-            pss = next(line for line in rollup.splitlines() if line.startswith("Pss:"))
-            total += int(pss.split()[1]) * 1024
-        except (OSError, ValueError, IndexError, StopIteration):
-            continue
+    for process in tree:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_full_info().pss
     return total
 
 
 def available_bytes() -> float:
-    """What this machine can give a check or a worker now (MemAvailable), or infinity if
-    unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return math.inf
+    """What this machine can give a check or a worker now (MemAvailable)."""
+    return float(psutil.virtual_memory().available)
 
 
-def memory_limit() -> float | None:
+def memory_limit() -> float:
     """What a worker starting now may use: the memory available less a margin for the rest
-    of the machine, or None where that is unknown."""
-    available = available_bytes()
-    return None if math.isinf(available) else available - MEMORY_MARGIN
+    of the machine."""
+    return available_bytes() - MEMORY_MARGIN
 
 
 def _last_line(log: Path) -> str:

@@ -19,6 +19,7 @@ from conftest import ROOT
 from markdown.extensions.toc import slugify
 
 import ptodsl
+from ptodsl import settings
 from ptodsl.checking import format_report, run_check
 from ptodsl.cli import _parser
 from ptodsl.modules import MODULES
@@ -175,6 +176,12 @@ def test_the_language_reference_lists_every_builtin_and_no_other():
 
 def test_the_language_reference_lists_every_module_and_no_other():
     assert _table_names(DOCS / "language.md", "Modules") == set(MODULES)
+
+
+def test_the_cli_reference_lists_every_variable_ptodsl_reads_and_no_other():
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    section = text.split("\n## Environment\n", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\|\s*`(\w+)`", section, re.MULTILINE)) == set(settings.VARIABLES)
 
 
 def test_every_cookbook_section_a_diagnostic_names_exists():

@@ -192,6 +192,42 @@ def test_an_unreachable_cluster_is_an_error_not_a_hang(monkeypatch):
         run_tasks(tasks, failed=failed, cluster="tcp://127.0.0.1:9")
 
 
+def test_a_cluster_without_workers_is_waited_for_no_longer_than_the_timeout():
+    """It waited a fixed minute whatever --timeout said (the audit: forever)."""
+    distributed = pytest.importorskip("distributed", reason="ptodsl[cluster] is not installed")
+    tasks = [Task(sleeper, ("a", 0.0), GIB, "a")]
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty:
+        started = time.monotonic()
+        with pytest.raises(fanout.ClusterError, match="has no workers after 2 s"):
+            run_tasks(tasks, failed=failed, cluster=empty.scheduler_address, timeout=2)
+        assert time.monotonic() - started < 30
+
+
+def test_the_jobs_left_when_every_cluster_worker_has_gone_fail_within_the_timeout():
+    distributed = pytest.importorskip("distributed", reason="ptodsl[cluster] is not installed")
+    tasks = [Task(sleeper, (name, 5.0), GIB, name) for name in ("a", "b", "c")]
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+        distributed.Client(local.scheduler_address) as client,
+    ):
+        result = {}
+        run = threading.Thread(
+            target=lambda: result.update(
+                rows=run_tasks(tasks, failed=failed, cluster=local.scheduler_address, timeout=2)
+            )
+        )
+        run.start()
+        _a_busy_worker(client)
+        local.scale(0)  # the cluster keeps no worker (a killed one would be restarted)
+        run.join(timeout=120)
+    assert not run.is_alive()
+    gone = "failed: the Dask scheduler at"
+    assert len(result["rows"]) == 3, result
+    assert all(row.startswith(gone) for row in result["rows"][1:]), result["rows"]
+
+
 def test_a_simulation_runs_on_one_thread_wherever_it_runs(tmp_path, monkeypatch):
     """pypto's calculator sums with torch in an order that follows the thread count: at full
     shape #37's error was 8.57e-11 with two threads and 4.35e-11 in a Dask worker (one). The

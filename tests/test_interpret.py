@@ -15,7 +15,7 @@ import ptodsl
 from ptodsl.checking import compare, problem_case
 from ptodsl.codegen import emit_kernelbench
 from ptodsl.draws import seeded_draw
-from ptodsl.interpret import CostOnly, _Launches, launches_in_flight, overlaps
+from ptodsl.interpret import CostOnly, _Launches, overlaps
 from ptodsl.simulator import SimRun, SimulationError
 
 SPECS = ROOT / "examples" / "kernelbench"
@@ -123,8 +123,8 @@ def test_the_interpreter_runs_and_traces_a_programs_kernels_in_order(
 
 
 def test_an_unknown_cost_mode_is_an_error(simulator, monkeypatch):
-    monkeypatch.setenv("PTODSL_SIM", "fast")
     model = answer_model(ptodsl.compile(SMALL, name="small.pto"), "small.pto")()
+    monkeypatch.setenv("PTODSL_SIM", "fast")
     with pytest.raises(ValueError, match="PTODSL_SIM='fast'"):
         model(torch.randn(16, 64))
 
@@ -242,11 +242,3 @@ def test_overlaps_is_true_where_two_views_may_share_elements(a, b, shared):
     whole = torch.zeros(4, 8)
     assert overlaps(a(whole), b(whole)) is shared
     assert overlaps(b(whole), a(whole)) is shared
-
-
-def test_launches_in_flight_must_be_a_positive_count(monkeypatch):
-    monkeypatch.setenv("PTODSL_LAUNCHES_IN_FLIGHT", "0")
-    with pytest.raises(ValueError, match="PTODSL_LAUNCHES_IN_FLIGHT='0'"):
-        launches_in_flight()
-    monkeypatch.setenv("PTODSL_LAUNCHES_IN_FLIGHT", "3")
-    assert launches_in_flight() == 3

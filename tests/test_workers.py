@@ -251,8 +251,20 @@ def test_a_worker_past_its_time_is_killed(fake):
         fake("sleep", timeout=2)
 
 
-def test_the_memory_of_a_process_group_is_counted():
-    assert workers.group_resident_bytes(os.getpgrp()) > 10 << 20  # this pytest at least
+def test_the_memory_of_a_process_tree_counts_a_child_in_a_session_of_its_own():
+    """A worker's memory cap counted its process group, which a `setsid` child leaves."""
+    alone = workers.tree_resident_bytes(os.getpid())
+    assert alone > 10 << 20  # this pytest at least
+    hog = "b = bytearray(300 << 20); print(flush=True); import time; time.sleep(60)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", hog], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        child.stdout.readline()  # its 300 MiB are written
+        assert workers.tree_resident_bytes(os.getpid()) > alone + (250 << 20)
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_check_leaves_nothing_in_the_users_home(tmp_path):

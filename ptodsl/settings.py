@@ -1,0 +1,129 @@
+"""ptodsl's run settings: every environment variable ptodsl reads is read here and only
+here, checked, and returned as one value (`current()`), so that a bad value is refused
+with its name before anything runs. (A generated module reads its own two, the run mode
+and PTODSL_INTERPRET, itself: it must run without ptodsl installed.)"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import platformdirs
+
+DEFAULT_TIMEOUT_S = 600.0  # a simulation, a problem run, a kernel launch's worker
+SIM_MODES = ("interpret", "cost", "direct")
+CLUSTER_VARIABLE = "DASK_SCHEDULER_ADDRESS"  # Dask's own
+IN_FLIGHT_VARIABLE = "PTODSL_LAUNCHES_IN_FLIGHT"
+PARENT_VARIABLE = "PTODSL_WORKER_PARENT"
+
+
+# Every variable ptodsl reads (docs/cli.md's Environment table lists the same).
+VARIABLES = (
+    "PTODSL_CACHE_DIR",
+    "PTODSL_TUNING_DIR",
+    CLUSTER_VARIABLE,
+    "PTODSL_SIM",
+    "PTODSL_TRACE",
+    "PTODSL_LAUNCH_TIMEOUT",
+    IN_FLIGHT_VARIABLE,
+    "PTODSL_KEEP_SIM_DIR",
+    PARENT_VARIABLE,
+)
+
+
+class SettingError(ValueError):
+    """An environment variable ptodsl reads holds a value it cannot use (named in the
+    message): a user error."""
+
+
+@attrs.frozen
+class Settings:
+    """What the environment asks of this run.
+
+    cache_dir: PTODSL_CACHE_DIR, else the platform's user cache folder (platformdirs:
+        `$XDG_CACHE_HOME/ptodsl`, by default ~/.cache/ptodsl on Linux).
+    tuning_dir: PTODSL_TUNING_DIR, else `tuning/` in the cache folder.
+    cluster: DASK_SCHEDULER_ADDRESS, the scheduler `--cluster` without an address uses.
+    sim_mode: PTODSL_SIM, how a generated module's launch runs without an NPU:
+        `interpret` (pypto's calculator computes its outputs), `cost` (the cost model
+        only), `direct` (in this process: a worker's own).
+    trace_dir: PTODSL_TRACE, where each interpreted launch's cost-model output is kept.
+    launch_timeout: PTODSL_LAUNCH_TIMEOUT, seconds each launch's worker may run.
+    launches_in_flight: PTODSL_LAUNCHES_IN_FLIGHT, launches that may run at once.
+    keep_sim_dir: PTODSL_KEEP_SIM_DIR=1 keeps a simulation's folder (for debugging).
+    worker_parent: PTODSL_WORKER_PARENT, the process a worker's watchdog watches.
+    """
+
+    cache_dir: Path
+    tuning_dir: Path
+    cluster: str
+    sim_mode: str
+    trace_dir: Path | None
+    launch_timeout: float
+    launches_in_flight: int
+    keep_sim_dir: bool
+    worker_parent: int | None
+
+
+def current() -> Settings:
+    """The settings the environment gives now (read afresh: cheap, and a test or a worker
+    may have changed the environment)."""
+    return from_environment(os.environ)
+
+
+def from_environment(environ: Mapping[str, str]) -> Settings:
+    cache = environ.get("PTODSL_CACHE_DIR") or ""
+    cache_dir = Path(cache) if cache else platformdirs.user_cache_path("ptodsl")
+    tuning = environ.get("PTODSL_TUNING_DIR") or ""
+    trace = environ.get("PTODSL_TRACE") or ""
+    sim_mode = environ.get("PTODSL_SIM") or "interpret"
+    if sim_mode not in SIM_MODES:
+        raise SettingError(
+            f"PTODSL_SIM={sim_mode!r}: unset it (or `interpret`) for computed outputs, `cost` "
+            "for the cost model alone"
+        )
+    return Settings(
+        cache_dir=cache_dir,
+        tuning_dir=Path(tuning) if tuning else cache_dir / "tuning",
+        cluster=environ.get(CLUSTER_VARIABLE, ""),
+        sim_mode=sim_mode,
+        trace_dir=Path(trace) if trace else None,
+        launch_timeout=_seconds(environ, "PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S),
+        launches_in_flight=_count(environ, IN_FLIGHT_VARIABLE, 1),
+        keep_sim_dir=environ.get("PTODSL_KEEP_SIM_DIR") == "1",
+        worker_parent=_pid(environ, PARENT_VARIABLE),
+    )
+
+
+def _seconds(environ: Mapping[str, str], variable: str, default: float) -> float:
+    text = environ.get(variable)
+    if text is None:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise SettingError(f"{variable}={text!r}: a number of seconds, above 0")
+    return seconds
+
+
+def _count(environ: Mapping[str, str], variable: str, default: int) -> int:
+    text = environ.get(variable)
+    if text is None:
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise SettingError(f"{variable}={text!r}: a number of launches, at least 1")
+    return int(text)
+
+
+def _pid(environ: Mapping[str, str], variable: str) -> int | None:
+    text = environ.get(variable)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        raise SettingError(f"{variable}={text!r}: a process id (ptodsl sets it for its workers)")
+    return int(text)
