@@ -7,12 +7,16 @@ kernel itself, so every fork starts from the same clean state.
 
 Requests are JSON lines: {"id", "module", "argv", "cwd", "env", "log"}. Replies are lines
 "started ID PID" and, when a worker ends, "exited PID STATUS" (negative: a signal). At
-the end of its stdin (the parent gone) it kills its workers and exits.
+the end of its stdin (the parent gone) it kills its workers and exits. Each worker gets a
+channel of its own (a socket) on which it asks for workers in turn (a kernel's launches):
+they are forked here too, so the tree is never deeper than command, zygote, worker; when
+a worker's channel ends (the worker did), the workers it asked for are killed.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import importlib
 import json
@@ -21,10 +25,12 @@ import runpy
 import selectors
 import shutil
 import signal
+import socket
 import sys
 import threading
 from typing import NoReturn
 
+import attrs
 import psutil
 
 from ptodsl.scratch import make_scratch
@@ -32,6 +38,7 @@ from ptodsl.workers import (
     PARENT_VARIABLE,
     become_subreaper,
     end_descendants,
+    inherit_zygote,
     kill_tree,
 )
 
@@ -67,53 +74,92 @@ def main() -> None:
         importlib.import_module(name)
     zygote = os.getpid()
     become_subreaper()  # a worker's orphans come here when the worker dies, to be ended
-    request = _serve(replies, home)
+    request, channel = _serve(replies, home)
+    inherit_zygote(channel)  # the workers this worker runs are forked here too
     _become_worker(request, zygote)  # only a forked worker gets here
 
 
-def _serve(replies: int, home: str) -> dict:
-    """Forks a worker per request until stdin ends (then removes `home`); returns, in the
-    worker, its request."""
+@attrs.define(eq=False)
+class _Channel:
+    """Where requests come from and replies go: the parent's pipes, or a socket a worker
+    was given at its fork, so that the workers it asks for are forked here too."""
+
+    read_fd: int
+    write_fd: int
+    pending: bytes = b""
+    closed: bool = False  # its fd may since number another channel: nothing goes there
+
+
+def _serve(replies: int, home: str) -> tuple[dict, int]:
+    """Forks a worker per request until stdin ends (then ends every worker and removes
+    `home`); returns, in the worker, its request and its own channel's socket."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup fd hears it
     selector = selectors.DefaultSelector()
-    selector.register(0, selectors.EVENT_READ)
+    selector.register(0, selectors.EVENT_READ, _Channel(0, replies))
     selector.register(wake_read, selectors.EVENT_READ)
-    pending = b""
-    workers: set[int] = set()
+    owners: dict[int, _Channel] = {}  # a running worker's pid -> the channel that asked
     while True:
         for key, _ in selector.select():
-            if key.fd == wake_read:
+            channel = key.data
+            if channel is None:
                 os.read(wake_read, 4096)
-                _reap(workers, replies)
+                _reap(owners)
                 continue
-            chunk = os.read(0, 1 << 16)
-            if not chunk:
-                for pid in workers:
+            try:
+                chunk = os.read(channel.read_fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk and channel.read_fd == 0:  # the parent is gone: so is everything
+                for pid in owners:
                     kill_tree(pid)
                 shutil.rmtree(home, ignore_errors=True)
                 sys.exit(0)
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
+            if not chunk:  # a worker is gone: so are the workers it asked for
+                selector.unregister(channel.read_fd)
+                os.close(channel.read_fd)
+                channel.closed = True
+                for pid, owner in owners.items():
+                    if owner is channel:
+                        kill_tree(pid)
+                continue
+            channel.pending += chunk
+            *lines, channel.pending = channel.pending.split(b"\n")
             for line in lines:
                 request = json.loads(line)
+                ours, theirs = socket.socketpair()
                 pid = os.fork()
                 if pid == 0:
+                    for registered in list(selector.get_map().values()):
+                        if registered.data is not None and registered.fd != 0:
+                            os.close(registered.fd)
                     selector.close()
                     signal.set_wakeup_fd(-1)
+                    ours.close()
                     for fd in (0, replies, wake_read, wake_write):
                         os.close(fd)
-                    return request
-                workers.add(pid)
-                os.write(replies, f"started {request['id']} {pid}\n".encode())
-        _reap(workers, replies)
+                    return request, theirs.detach()
+                theirs.close()
+                fd = ours.detach()
+                selector.register(fd, selectors.EVENT_READ, _Channel(fd, fd))
+                owners[pid] = channel
+                _reply(channel, f"started {request['id']} {pid}")
+        _reap(owners)
 
 
-def _reap(workers: set[int], replies: int) -> None:
-    """Reports the workers that ended; ends the orphans their code left, which came to this
-    process (a subreaper) when their worker died without ending them."""
+def _reply(channel: _Channel, line: str) -> None:
+    if channel.closed:
+        return
+    with contextlib.suppress(OSError):  # its worker may be ending: nobody reads
+        os.write(channel.write_fd, line.encode() + b"\n")
+
+
+def _reap(owners: dict[int, _Channel]) -> None:
+    """Reports the workers that ended to the channels that asked for them; ends the
+    orphans their code left, which came to this process (a subreaper) when their worker
+    died without ending them."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -121,11 +167,11 @@ def _reap(workers: set[int], replies: int) -> None:
             break
         if pid == 0:
             break
-        if pid in workers:
-            workers.discard(pid)
-            os.write(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+        channel = owners.pop(pid, None)
+        if channel is not None:
+            _reply(channel, f"exited {pid} {os.waitstatus_to_exitcode(status)}")
     for child in psutil.Process().children():
-        if child.pid not in workers:
+        if child.pid not in owners:
             kill_tree(child.pid)
 
 

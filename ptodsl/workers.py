@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -135,17 +136,26 @@ class Forked:
 
 
 class Zygote:
-    """One `ptodsl._zygote` process and the thread that reads its replies."""
+    """A `ptodsl._zygote` process, as the channel this process asks it on and the thread
+    that reads its replies: the zygote this process started, or, in a worker, the one that
+    forked it (the channel it was given: its workers are then the zygote's children too)."""
 
-    def __init__(self) -> None:
+    def __init__(self, channel: int | None = None) -> None:
         self._errors = tempfile.TemporaryFile()  # what it prints if it cannot start
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "ptodsl._zygote"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._errors,
-            start_new_session=True,  # a terminal's Ctrl-C is for this process to handle
-        )
+        if channel is None:
+            self._process: subprocess.Popen | None = subprocess.Popen(
+                [sys.executable, "-m", "ptodsl._zygote"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._errors,
+                start_new_session=True,  # a terminal's Ctrl-C is for this process to handle
+            )
+            self._requests_to, self._replies_from = self._process.stdin, self._process.stdout
+        else:
+            self._process = None
+            shared = socket.socket(fileno=channel)
+            self._requests_to, self._replies_from = shared.makefile("wb"), shared.makefile("rb")
+            shared.close()  # the files keep the socket open
         self._changed = threading.Condition()
         self._started: dict[int, int] = {}  # request id -> pid
         self._exited: dict[int, int] = {}  # pid -> status
@@ -161,9 +171,12 @@ class Zygote:
         """Ends the zygote as this process's end would, its stdin closed, and waits for it:
         it kills its workers and removes its folder before it exits, so that nothing of it
         outlives this process (a check stopped by SIGTERM left its folder, the zygote still
-        removing it)."""
+        removing it). An inherited zygote's channel is closed: it kills the workers asked
+        for on it."""
         with contextlib.suppress(OSError):
-            self._process.stdin.close()
+            self._requests_to.close()
+        if self._process is None:
+            return
         try:
             self._process.wait(ZYGOTE_EXIT_S)
         except subprocess.TimeoutExpired:
@@ -191,8 +204,8 @@ class Zygote:
                 "exit_fast": exit_fast,
             }
             try:
-                self._process.stdin.write(json.dumps(request).encode() + b"\n")
-                self._process.stdin.flush()
+                self._requests_to.write(json.dumps(request).encode() + b"\n")
+                self._requests_to.flush()
             except OSError:
                 pass  # it died: the wait below says so
             while request_id not in self._started:
@@ -214,6 +227,8 @@ class Zygote:
     def _raise_if_dead(self, when: str) -> None:
         if self._alive:
             return
+        if self._process is None:
+            raise ZygoteLost(f"lost: the process that forks workers went away {when}")
         self._errors.seek(0)
         lines = self._errors.read().decode(errors="replace").strip().splitlines()
         tail = "".join(f"\n  {line}" for line in lines[-_ERROR_TAIL_LINES:])
@@ -221,7 +236,7 @@ class Zygote:
         raise ZygoteLost(f"lost: the process that forks workers {status} {when}{tail}")
 
     def _read_replies(self) -> None:
-        for line in self._process.stdout:
+        for line in self._replies_from:
             kind, key, value = line.decode().split()
             with self._changed:
                 target = self._started if kind == "started" else self._exited
@@ -237,18 +252,35 @@ _ZYGOTE: Zygote | None = None
 _ZYGOTE_LOCK = threading.Lock()
 
 
+_INHERITED: tuple[int, int] | None = None  # (channel, pid): the zygote that forked us
+
+
+def inherit_zygote(channel: int) -> None:
+    """In a worker the zygote forked: the workers it runs are asked of that zygote, on
+    `channel`, rather than of a zygote of its own (one level of processes fewer)."""
+    global _INHERITED
+    _INHERITED = (channel, os.getpid())
+
+
 def _zygote() -> Zygote:
-    """This process's zygote, started on first use and again if it died."""
+    """This process's zygote: the one that forked it, if a zygote did, else its own,
+    started on first use and again if it died."""
     global _ZYGOTE
     with _ZYGOTE_LOCK:
         if _ZYGOTE is None or not _ZYGOTE.alive:
-            _ZYGOTE = Zygote()
+            inherited = _INHERITED is not None and _INHERITED[1] == os.getpid()
+            if inherited and _ZYGOTE is not None:
+                raise ZygoteLost("lost: the process that forks workers went away")
+            _ZYGOTE = Zygote(_INHERITED[0] if inherited else None)
         return _ZYGOTE
 
 
 def _forget_zygote() -> None:
-    global _ZYGOTE
+    """In a forked copy of this process: neither this process's zygote nor the channel it
+    inherited are its own (two processes asking on one channel would mix their replies)."""
+    global _ZYGOTE, _INHERITED
     _ZYGOTE = None
+    _INHERITED = None
 
 
 def _close_zygote() -> None:

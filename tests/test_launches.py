@@ -7,9 +7,14 @@ without the simulator; a few split kernels, and wrong launch loops, run in pypto
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import threading
+import time
 
 import attrs
+import psutil
 import pytest
 import torch
 from conftest import CI_DIMS, ROOT
@@ -578,3 +583,43 @@ def test_a_problem_differing_in_the_last_launchs_samples_is_rejected_there(tmp_p
     )
     with pytest.raises(ProblemError, match=r"computes something else .* at \[255, 255\]"):
         problem_case(compiled(TALL), problem, seeded_draw(0))
+
+
+def test_a_checks_launch_workers_are_forked_by_the_commands_zygote(worker_per_launch):
+    """The process tree of a check with launches in flight is three deep: this process, its
+    zygote, and every worker (the launches' too: a worker asks its zygote for them, where
+    it once started a zygote of its own, five levels in all). ptodsl's processes are the
+    ones that lead a session of their own (a zygote, a worker); what pypto's compiler runs
+    hangs below a worker, in its session. Sampled every 20 ms."""
+    spec = compiled(TALL)
+    depths: dict[int, int] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        me = psutil.Process()
+        while not done.is_set():
+            for process in me.children(recursive=True):
+                with contextlib.suppress(psutil.Error, ProcessLookupError):
+                    if os.getsid(process.pid) == process.pid:
+                        depths[process.pid] = _depth_below(process, me.pid)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        report = run_check(spec, passes="graph", launch_jobs=2)
+    finally:
+        done.set()
+        sampler.join()
+    assert report.ok, ptodsl.checking.format_report(report)
+    assert worker_per_launch == [(4, 2)] * DRAWS
+    assert max(depths.values()) == 2  # below this process: its zygote, then the workers
+    assert sum(depth == 2 for depth in depths.values()) >= 4  # the launches' among them
+
+
+def _depth_below(process: psutil.Process, ancestor: int) -> int:
+    depth = 0
+    while process.pid != ancestor:
+        process = process.parent()
+        depth += 1
+    return depth

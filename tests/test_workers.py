@@ -56,6 +56,21 @@ elif request == "stall":
     time.sleep(60)
 elif request == "sleep":
     time.sleep(60)
+elif request == "ask and die":  # asks its zygote for a worker, then is killed
+    import threading
+    inner = work / "inner"
+    inner.mkdir()
+    (inner / "request.txt").write_text("sleep")
+    run = dict(timeout=60, env=dict(os.environ))
+    args = ("fake_worker", inner)
+    threading.Thread(target=workers.run_worker, args=args, kwargs=run, daemon=True).start()
+    while not workers._RUNNING:
+        time.sleep(0.05)
+    (asked,) = workers._RUNNING
+    import psutil
+    parent = psutil.Process(asked.pid).ppid()
+    (work / "pids.txt").write_text(f"{os.getppid()} {asked.pid} {parent}")
+    os.kill(os.getpid(), signal.SIGKILL)
 elif request.startswith("fork"):  # leaves a child, and a grandchild in a session of its own
     pids = work / "pids.txt"
     if os.fork() == 0:
@@ -229,6 +244,17 @@ def test_nothing_a_worker_started_outlives_it(fake, tmp_path, request_):
     assert len(pids) == 2
     for pid in pids:
         wait_until_gone(pid)
+
+
+def test_a_workers_own_workers_are_forked_by_its_zygote_and_end_with_it(fake, tmp_path):
+    """A worker that runs workers (a check's launches) asks the zygote that forked it: they
+    are siblings, not a zygote and workers of its own (two levels deeper). Killed, the
+    worker closes its channel, and the zygote ends what it asked for."""
+    assert fake("ask and die", timeout=60) == -signal.SIGKILL
+    pids = (tmp_path / "ask and die" / "pids.txt").read_text().split()
+    zygote, asked, asked_parent = map(int, pids)
+    assert asked_parent == zygote
+    wait_until_gone(asked)
 
 
 def test_a_worker_that_finishes_returns_its_status(fake):
