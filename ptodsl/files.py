@@ -43,13 +43,15 @@ class UnusableFolder(Exception):
 
 
 def require_usable_folder(folder: Path, set_by: str) -> None:
-    """Before anything is measured: `folder` exists (it is created), it and the folders in
-    it take a file (one is written, synced and removed), and it holds only regular files,
-    folders and links to them. `set_by` names what chose the folder, for the message."""
+    """Before anything is measured: `folder` exists (it is created), it and the folders
+    directly in it, where ptodsl adds files and folders, take a file (one is written,
+    synced and removed), and it holds only regular files, folders and links to them.
+    `set_by` names what chose the folder, for the message."""
     require_writable(folder, set_by)
     for path in _walk(folder):
         if path.is_dir() and not path.is_symlink():
-            require_writable(path, set_by)
+            if path.parent == folder:
+                require_writable(path, set_by)
         elif not path.is_file() and path.exists():
             raise UnusableFolder(
                 f"{path} is {file_kind(path.stat().st_mode)}, where ptodsl keeps only files "

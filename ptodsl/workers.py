@@ -171,12 +171,12 @@ class Zygote:
         """Ends the zygote as this process's end would, its stdin closed, and waits for it:
         it kills its workers and removes its folder before it exits, so that nothing of it
         outlives this process (a check stopped by SIGTERM left its folder, the zygote still
-        removing it). An inherited zygote's channel is closed: it kills the workers asked
-        for on it."""
-        with contextlib.suppress(OSError):
-            self._requests_to.close()
+        removing it). A worker's inherited zygote stays: the worker's end closes its
+        channel, and the zygote kills the workers asked for on it."""
         if self._process is None:
             return
+        with contextlib.suppress(OSError):
+            self._requests_to.close()
         try:
             self._process.wait(ZYGOTE_EXIT_S)
         except subprocess.TimeoutExpired:
