@@ -513,11 +513,13 @@ def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_p
 
 
 def test_each_launchs_worker_has_the_timeout(worker_per_launch):
-    # launches of 1024 rows: each simulates for several seconds, whatever the load
-    larger = TALL.replace("M = 256, N = 16", "M = 4096, N = 256")
+    # 8 launches of 512 rows, each about 5 s of simulation (measured), well past 1.5 s
+    # whatever the load. (A smaller kernel's launches end within 1.5 s now that no launch
+    # starts a zygote of its own: that start was what had timed out.)
+    larger = TALL.replace("M = 256, N = 16", "M = 4096, N = 1024")
     with pytest.raises(SimulationError, match=r"did not finish within 1\.5 s"):
         run_check(compiled(larger), passes="graph", timeout=1.5)
-    assert worker_per_launch == [(4, 1)]  # the seeded draw's, which timed out
+    assert worker_per_launch == [(8, 1)]  # the seeded draw's, which timed out
 
 
 def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_much():
