@@ -34,8 +34,8 @@ import attrs
 import psutil
 
 from ptodsl.scratch import make_scratch
+from ptodsl.settings import PARENT_VARIABLE
 from ptodsl.workers import (
-    PARENT_VARIABLE,
     become_subreaper,
     end_descendants,
     inherit_zygote,

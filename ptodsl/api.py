@@ -18,9 +18,9 @@ from ptodsl.forward import Forward
 from ptodsl.pipeline import Lowered, lower
 from ptodsl.plan import program_plan
 from ptodsl.reference import emit_reference
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import cached_tuning
-from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:  # imported when called: checking and tuning pull in torch
     from ptodsl.checking import CheckReport

@@ -48,10 +48,11 @@ from ptodsl.problems import ProblemError, ProblemRun, Resize, run_problem
 from ptodsl.progress import Progress
 from ptodsl.scratch import scratch as scratch_folder
 from ptodsl.serialise import to_json, with_properties
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.simulator import PassResult, SimRun, run_model
 from ptodsl.tables import aligned_lines
 from ptodsl.target import PYPTO_0_2_0
-from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes, memory_limit
+from ptodsl.workers import available_bytes, memory_limit
 
 # Per-pass (tile-level) verification takes ~7 s for a 1M-element tensor; far longer above.
 PER_PASS_VERIFY_LIMIT = 1 << 20

@@ -38,10 +38,9 @@ from ptodsl.plan import format_plan
 from ptodsl.progress import Progress
 from ptodsl.reference import emit_reference
 from ptodsl.serialise import to_json
-from ptodsl.settings import SettingError
+from ptodsl.settings import DEFAULT_TIMEOUT_S, SettingError
 from ptodsl.syntax import format_syntax
 from ptodsl.tables import markdown_table
-from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
@@ -781,10 +780,7 @@ def _run(args: argparse.Namespace) -> int:
     except UserError as error:
         print(f"ptodsl: error: {error}", file=sys.stderr)
         return EXIT_USAGE if isinstance(error, UsageError) else EXIT_SPEC_ERROR
-    except SettingError as error:
-        print(f"ptodsl: error: {visible(str(error))}", file=sys.stderr)
-        return EXIT_SPEC_ERROR
-    except UnusableFolder as error:
+    except (SettingError, UnusableFolder) as error:  # the user's environment
         print(f"ptodsl: error: {visible(str(error))}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     except BrokenPipeError:

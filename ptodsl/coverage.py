@@ -33,10 +33,11 @@ from ptodsl.fanout import Task, launch_jobs, run_tasks
 from ptodsl.problems import ProblemError, Resize, parse_setting
 from ptodsl.scratch import scratch
 from ptodsl.serialise import to_json
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tables import markdown_table
 from ptodsl.target import PYPTO_0_2_0
 from ptodsl.tuning_cache import cached_tuning
-from ptodsl.workers import DEFAULT_TIMEOUT_S, available_bytes
+from ptodsl.workers import available_bytes
 
 _NUMBER = re.compile(r"^(\d+)_")
 

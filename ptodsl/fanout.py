@@ -233,15 +233,21 @@ def _on_cluster(tasks, address: str, failed, on_done, timeout: float | None) -> 
             pending -= done
             for future in sorted(done, key=lambda future: index_of[future.key]):
                 index = index_of[future.key]
-                try:
-                    if gone is not None:
-                        future.cancel()
-                        raise gone
-                    results[index] = future.result()
-                except Exception as error:  # noqa: BLE001 - includes KilledWorker: a failing row
-                    results[index] = failed(tasks[index], error)
+                if gone is not None:
+                    future.cancel()
+                results[index] = _cluster_result(future, tasks[index], failed, gone)
                 on_done(index, results[index])
     return results
+
+
+def _cluster_result(future, task: Task[T], failed, gone: Exception | None) -> T:
+    """The task's result, or its failure: its own error (KilledWorker too), or `gone`."""
+    if gone is not None:
+        return failed(task, gone)
+    try:
+        return future.result()
+    except Exception as error:  # noqa: BLE001 - one job's failure is its own result
+        return failed(task, error)
 
 
 def _no_workers(address: str, seconds: float) -> str:

@@ -36,7 +36,7 @@ def require_run_folders(tuning: bool = False) -> None:
         require_usable_folder(tuning_dir(), "PTODSL_TUNING_DIR or PTODSL_CACHE_DIR")
 
 
-class UnusableFolder(Exception):
+class UnusableFolder(ValueError):
     """A folder ptodsl writes cannot take its files (read-only, full, not a folder), or
     holds something other than files and folders where ptodsl keeps its own (a FIFO would
     block a read forever): the user's environment, named by path (exit 1, not a bug)."""
@@ -48,24 +48,24 @@ def require_usable_folder(folder: Path, set_by: str) -> None:
     synced and removed), and it holds only regular files, folders and links to them.
     `set_by` names what chose the folder, for the message."""
     require_writable(folder, set_by)
-    for path in _walk(folder):
-        if path.is_dir() and not path.is_symlink():
-            if path.parent == folder:
-                require_writable(path, set_by)
-        elif not path.is_file() and path.exists():
+    for entry, depth in _walk(folder, 0):
+        if depth == 0 and entry.is_dir(follow_symlinks=False):
+            require_writable(Path(entry.path), set_by)
+        elif not (entry.is_dir() or entry.is_file()) and os.path.exists(entry.path):
             raise UnusableFolder(
-                f"{path} is {file_kind(path.stat().st_mode)}, where ptodsl keeps only files "
-                "and folders: remove it"
+                f"{entry.path} is {file_kind(os.stat(entry.path).st_mode)}, where ptodsl keeps "
+                "only files and folders: remove it"
             )
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    """Everything under `folder`, without following links to folders."""
+def _walk(folder: str | Path, depth: int) -> Iterator[tuple[os.DirEntry, int]]:
+    """Everything under `folder` and how deep it lies, without following links to
+    folders (a DirEntry keeps the file type its scan read: no stat per entry)."""
     with os.scandir(folder) as entries:
         for entry in entries:
-            yield Path(entry.path)
+            yield entry, depth
             if entry.is_dir(follow_symlinks=False):
-                yield from _walk(Path(entry.path))
+                yield from _walk(entry.path, depth + 1)
 
 
 def require_writable(folder: Path, set_by: str) -> None:
@@ -86,6 +86,10 @@ def require_writable(folder: Path, set_by: str) -> None:
         raise UnusableFolder(f"cannot write in {folder}: {why} ({set_by} sets it)") from None
 
 
+class NotRegularFile(OSError):
+    """A path read as a file is something else."""
+
+
 def read_regular(path: Path) -> bytes:
     """A regular file's bytes; anything else (a FIFO, a device, a folder) is an OSError at
     once rather than a read that blocks or never ends."""
@@ -95,10 +99,6 @@ def read_regular(path: Path) -> bytes:
         if not stat.S_ISREG(mode):
             raise NotRegularFile(f"{path} is {file_kind(mode)}, not a regular file")
         return stream.read()
-
-
-class NotRegularFile(OSError):
-    """A path read as a file is something else."""
 
 
 def write_atomically(

@@ -37,7 +37,7 @@ import attrs
 import torch
 
 from ptodsl import settings
-from ptodsl.files import file_kind
+from ptodsl.files import require_writable
 from ptodsl.scratch import scratch_prefix
 from ptodsl.simulator import PreparedRun, SimRun, prepare_kernel
 from ptodsl.workers import stop_all_workers
@@ -70,7 +70,7 @@ def launch(
             "module's file, or exec the `--emit kernelbench` answer, which registers its text"
         )
     _check_scalars(source, factory, arguments)
-    trace_dir = _trace_dir(asked.trace_dir)
+    trace_dir = asked.trace_dir
     in_flight = asked.launches_in_flight if mode == "interpret" else 1
     _LAUNCHES.wait_for(tensors, in_flight)
     prepared = prepare_kernel(
@@ -117,21 +117,6 @@ def _factory_parameters(source: str, factory: str) -> tuple[str, ...]:
         if isinstance(node, ast.FunctionDef) and node.name == factory:
             return tuple(argument.arg for argument in node.args.args)
     raise RuntimeError(f"the generated module defines no kernel factory {factory!r}")
-
-
-def _trace_dir(folder: Path | None) -> Path | None:
-    """PTODSL_TRACE's folder, created if missing; anything else there is refused before
-    the launch runs (pypto's output is copied in after it)."""
-    if folder is None:
-        return None
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        why = error.strerror or str(error)
-        if folder.exists() and not folder.is_dir():
-            why = f"it is {file_kind(folder.stat().st_mode)}, not a folder"
-        raise ValueError(f"PTODSL_TRACE='{folder}': cannot keep traces there: {why}") from None
-    return folder
 
 
 def settle(tensor: torch.Tensor) -> None:
@@ -195,9 +180,11 @@ class _Launches:
         return path
 
     def trace_number(self, trace_dir: Path) -> int:
-        """The next launch's number in trace_dir, after the launches kept there before."""
+        """The next launch's number in trace_dir, after the launches kept there before.
+        A folder first seen must take files: pypto's output is copied in after the run."""
         number = self.traces.get(trace_dir)
         if number is None:
+            require_writable(trace_dir, "PTODSL_TRACE")
             number = len(list(trace_dir.glob("launch_*")))
         self.traces[trace_dir] = number + 1
         return number

@@ -21,8 +21,8 @@ import torch
 from ptodsl import ir
 from ptodsl.modules import StateEntry
 from ptodsl.scratch import make_scratch
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.workers import (
-    DEFAULT_TIMEOUT_S,
     WorkerStopped,
     WorkerTimeout,
     describe_exit,

@@ -33,8 +33,8 @@ from filelock import FileLock
 from ptodsl import ir, settings
 from ptodsl.files import cache_dir, read_regular
 from ptodsl.scratch import make_scratch
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.workers import (
-    DEFAULT_TIMEOUT_S,
     SLAB_STALL,
     WorkerStopped,
     describe_exit,

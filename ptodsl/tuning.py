@@ -25,10 +25,10 @@ from ptodsl.fanout import Task, run_tasks
 from ptodsl.pipeline import Lowered
 from ptodsl.scratch import scratch as scratch_folder
 from ptodsl.serialise import to_json
+from ptodsl.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tables import aligned_lines
 from ptodsl.target import PYPTO_0_2_0, Target
 from ptodsl.tuning_cache import forget, store_record
-from ptodsl.workers import DEFAULT_TIMEOUT_S
 
 # A plan replaces the default only if the cost model says it is this much faster. The
 # model is deterministic (a plan costs the same every run), so the margin guards against

@@ -28,7 +28,6 @@ import attrs
 import psutil
 
 from ptodsl import settings
-from ptodsl.settings import DEFAULT_TIMEOUT_S, PARENT_VARIABLE  # noqa: F401 - also theirs
 
 LOG_FILE = "worker.log"
 GIB = 1 << 30
