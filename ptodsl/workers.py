@@ -121,7 +121,8 @@ class ZygoteLost(WorkerStopped):
 
 @attrs.define(eq=False)
 class Forked:
-    """A worker the zygote forked: waited for like a `subprocess.Popen`."""
+    """A worker the zygote forked: waited for like a `subprocess.Popen`, by any number of
+    threads at once (a launch's own thread, and `stop_all_workers` ending it)."""
 
     zygote: Zygote
     pid: int
@@ -129,9 +130,7 @@ class Forked:
 
     def wait(self, timeout: float | None = None) -> int:
         """The exit status; raises subprocess.TimeoutExpired after `timeout` seconds."""
-        if self.returncode is None:
-            self.returncode = self.zygote.exit_status(self.pid, timeout)
-        return self.returncode
+        return self.zygote.exit_status(self, timeout)
 
 
 class Zygote:
@@ -156,8 +155,10 @@ class Zygote:
             self._requests_to, self._replies_from = shared.makefile("wb"), shared.makefile("rb")
             shared.close()  # the files keep the socket open
         self._changed = threading.Condition()
-        self._started: dict[int, int] = {}  # request id -> pid
-        self._exited: dict[int, int] = {}  # pid -> status
+        self._started: dict[int, Forked] = {}  # request id -> its worker, until fork takes it
+        # A worker until its exit is heard (its status is then set on it, where every thread
+        # that waits for it sees it: a status taken from a shared table would reach one).
+        self._running: dict[int, Forked] = {}
         self._requests = 0
         self._alive = True
         threading.Thread(target=self._read_replies, name="ptodsl-zygote", daemon=True).start()
@@ -210,18 +211,18 @@ class Zygote:
             while request_id not in self._started:
                 self._raise_if_dead("before it could start a worker")
                 self._changed.wait()
-            return Forked(self, self._started.pop(request_id))
+            return self._started.pop(request_id)
 
-    def exit_status(self, pid: int, timeout: float | None) -> int:
+    def exit_status(self, worker: Forked, timeout: float | None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
-            while pid not in self._exited:
+            while worker.returncode is None:
                 self._raise_if_dead("while its worker ran")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise subprocess.TimeoutExpired("ptodsl worker", timeout)
                 self._changed.wait(remaining)
-            return self._exited.pop(pid)
+            return worker.returncode
 
     def _raise_if_dead(self, when: str) -> None:
         if self._alive:
@@ -235,15 +236,23 @@ class Zygote:
         raise ZygoteLost(f"lost: the process that forks workers {status} {when}{tail}")
 
     def _read_replies(self) -> None:
-        for line in self._replies_from:
-            kind, key, value = line.decode().split()
+        """Hears "started ID PID" before "exited PID STATUS" of the same worker (the zygote
+        answers a request before it reaps the worker). A reply it cannot read, like the end
+        of the replies, is the zygote lost: every waiter hears it."""
+        try:
+            for line in self._replies_from:
+                kind, key, value = line.decode().split()
+                with self._changed:
+                    if kind == "started":
+                        worker = Forked(self, int(value))
+                        self._started[int(key)] = self._running[worker.pid] = worker
+                    else:
+                        self._running.pop(int(key)).returncode = int(value)
+                    self._changed.notify_all()
+        finally:
             with self._changed:
-                target = self._started if kind == "started" else self._exited
-                target[int(key)] = int(value)
+                self._alive = False
                 self._changed.notify_all()
-        with self._changed:
-            self._alive = False
-            self._changed.notify_all()
 
 
 _ERROR_TAIL_LINES = 20

@@ -113,23 +113,27 @@ print("done", flush=True)
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch):
+def fake_env(tmp_path):
+    """An environment in which `fake_worker` is a module."""
     package = tmp_path / "package"
     package.mkdir()
     (package / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
-    env = dict(
+    return dict(
         os.environ,
         PYTHONPATH=os.pathsep.join([str(package), *sys.path]),
         PTODSL_TEST_MARKER="given",
     )
 
+
+@pytest.fixture
+def fake(tmp_path, fake_env):
     def run(request: str, **limits) -> int:
         work = tmp_path / request
         work.mkdir()
         (work / "request.txt").write_text(request, encoding="utf-8")
         started = time.monotonic()
         try:
-            return run_worker("fake_worker", work, env=env, **limits)
+            return run_worker("fake_worker", work, env=fake_env, **limits)
         finally:
             assert time.monotonic() - started < 30, "the worker was not stopped in time"
 
@@ -182,11 +186,9 @@ def test_a_lost_zygote_is_reported_and_the_next_worker_gets_a_new_one(fake, tmp_
     assert workers._zygote() is not zygote
 
 
-def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path):
+def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path, fake_env):
     """Killed with SIGKILL, the process leaves no zygote and no worker behind."""
-    package = tmp_path / "package"
-    package.mkdir()
-    (package / "fake_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
+    package = tmp_path / "package"  # fake_env's
     work = tmp_path / "orphan"
     work.mkdir()
     (work / "request.txt").write_text("sleep", encoding="utf-8")
@@ -255,6 +257,24 @@ def test_a_workers_own_workers_are_forked_by_its_zygote_and_end_with_it(fake, tm
     zygote, asked, asked_parent = map(int, pids)
     assert asked_parent == zygote
     wait_until_gone(asked)
+
+
+def test_every_thread_waiting_for_a_worker_hears_its_end(fake_env, tmp_path):
+    """A launch's thread waits for its worker while `stop_all_workers` (a failed launch
+    beside it) kills it and waits too: each hears the status. Taken from a shared table,
+    the status reached one of them and the others waited forever (a hung check)."""
+    work = tmp_path / "waited"
+    work.mkdir()
+    (work / "request.txt").write_text("sleep", encoding="utf-8")
+    worker = workers._zygote().fork("fake_worker", [str(work)], work, fake_env, work / "log")
+    statuses = []
+    waiters = [threading.Thread(target=lambda: statuses.append(worker.wait())) for _ in range(3)]
+    for waiter in waiters:
+        waiter.start()
+    workers.kill_tree(worker.pid)
+    for waiter in waiters:
+        waiter.join(timeout=20)
+    assert statuses == [-signal.SIGKILL] * 3
 
 
 def test_a_worker_that_finishes_returns_its_status(fake):
