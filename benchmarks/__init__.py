@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 # The examples CI checks scaled down, with their sizes there, live with the tests.
 from conftest import CI_DIMS, INTERPRETER_PATTERNS  # noqa: E402
 
-from ptodsl.tables import markdown_table  # noqa: E402
+from ptodsl.tools.tables import markdown_table  # noqa: E402
 
 __all__ = [
     "CI_DIMS",

@@ -4,7 +4,7 @@
 
 Old rule (before issue 11): atol + rtol * max(|ref|, mean |ref|) per element, so one large
 element loosened every small one. New rule: atol + rtol * scale, the computation's own
-error scale at each element (`ptodsl.error_bounds`). For each output: the kernel's max abs
+error scale at each element (`ptodsl.checking.error_bounds`). For each output: the kernel's max abs
 error, both bounds at the element where the kernel comes closest to the new bound, the new
 bound's range, and the verdict. Examples run at CI's sizes (tests/conftest.py: CI_DIMS).
 """
@@ -17,11 +17,11 @@ import torch
 
 import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES, example_names
-from ptodsl import ir
-from ptodsl.checking import run_check, spec_case
-from ptodsl.draws import seeded_draw
-from ptodsl.simulator import SimulationError
-from ptodsl.tables import markdown_table
+from ptodsl.checking.check import run_check, spec_case
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.ir import nodes as ir
+from ptodsl.runtime.simulator import SimulationError
+from ptodsl.tools.tables import markdown_table
 
 # The rule of before: per dtype (atol, rtol) on max(|ref|, mean |ref|).
 OLD_TOLERANCES = {

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-from ptodsl.simulator import SimulationError, prepare_kernel
-from ptodsl.tables import markdown_table
+from ptodsl.runtime.simulator import SimulationError, prepare_kernel
+from ptodsl.tools.tables import markdown_table
 
 # (batch, C_in, H, W, C_out, kernel size, output rows per block)
 CASES = [

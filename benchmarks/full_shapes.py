@@ -15,8 +15,8 @@ import time
 
 import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES, add_row, example_names, print_table
-from ptodsl.checking import run_check
-from ptodsl.simulator import SimulationError
+from ptodsl.checking.check import run_check
+from ptodsl.runtime.simulator import SimulationError
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 

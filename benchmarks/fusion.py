@@ -15,9 +15,9 @@ import sys
 
 import ptodsl
 from benchmarks import EXAMPLES, add_row, example_names, print_table
-from ptodsl import ir
-from ptodsl.simulator import SimulationError
-from ptodsl.tuning import probe_cost
+from ptodsl.ir import nodes as ir
+from ptodsl.runtime.simulator import SimulationError
+from ptodsl.tools.tuning import probe_cost
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 # GEMM layers with two to six ops after the product: at full shape, the cost model runs

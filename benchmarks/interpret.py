@@ -21,9 +21,9 @@ import torch
 
 import ptodsl
 from benchmarks import EXAMPLES, INTERPRETER_PATTERNS, add_row, example_names, print_table
-from ptodsl.checking import compare, spec_case
-from ptodsl.codegen import emit_kernelbench
-from ptodsl.draws import seeded_draw
+from ptodsl.checking.check import compare, spec_case
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.emission.codegen import emit_kernelbench
 
 EXAMPLE_BY_STEM = {path.stem: path for path in EXAMPLES}
 

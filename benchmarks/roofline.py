@@ -23,7 +23,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from ptodsl.simulator import CYCLES_PER_US
+from ptodsl.runtime.simulator import CYCLES_PER_US
 
 # pypto r0.2.0, framework/src/cost_model/simulation/arch/A2A3/PostSimulatorA2A3.h: the
 # (per-byte, constant) coefficients of COPY_IN (also L1_/UB_COPY_IN) and COPY_OUT (also

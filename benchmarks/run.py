@@ -40,15 +40,16 @@ import ptodsl
 from benchmarks import CI_DIMS, EXAMPLES
 from benchmarks.baselines import official
 from benchmarks.roofline import Platform, platform
-from ptodsl import ir, sim_memory
-from ptodsl.diagnostics import Source
-from ptodsl.fanout import Task, cluster_address, in_repository, run_tasks
-from ptodsl.files import write_output
-from ptodsl.picture import ratio_chart_svg
+from ptodsl.emission.picture import ratio_chart_svg
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import sim_memory
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.simulator import SimulationError
-from ptodsl.tables import markdown_table
-from ptodsl.tuning import Cost, probe_cost, tune
+from ptodsl.runtime.fanout import Task, cluster_address, in_repository, run_tasks
+from ptodsl.runtime.files import write_output
+from ptodsl.runtime.simulator import SimulationError
+from ptodsl.tools.tables import markdown_table
+from ptodsl.tools.tuning import Cost, probe_cost, tune
 
 BASELINES = Path(__file__).resolve().parent / "baselines"
 COMPILE_REPEATS = 21

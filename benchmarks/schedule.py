@@ -35,10 +35,10 @@ import attrs
 
 from benchmarks import ROOT, spec_by_kernel
 from ptodsl.api import lower_spec
-from ptodsl.diagnostics import Source
-from ptodsl.simulator import CYCLES_PER_US, SimulationError
-from ptodsl.tables import markdown_table
-from ptodsl.tuning import probe_cost
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.runtime.simulator import CYCLES_PER_US, SimulationError
+from ptodsl.tools.tables import markdown_table
+from ptodsl.tools.tuning import probe_cost
 
 _USAGE = re.compile(r"^Average (MTE_IN|Vector|MTE_OUT) Usage\.*:\s*\S+\s+(\S+)%", re.MULTILINE)
 _TASK = re.compile(r"(?:TASK|Task)\[(\d+)\]")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
-from ptodsl.target import PYPTO_0_2_0, Target
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import PYPTO_0_2_0, Target
 
 
 @attrs.frozen

@@ -23,8 +23,9 @@ import math
 
 import attrs
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import FrameError, Span
+from ptodsl.frontend.diagnostics import FrameError, Span
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.twin_operands import read_by
 

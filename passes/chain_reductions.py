@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl.ir import nodes as ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 

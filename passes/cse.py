@@ -12,7 +12,7 @@ from collections import Counter
 
 import attrs
 
-from ptodsl import ir
+from ptodsl.ir import nodes as ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

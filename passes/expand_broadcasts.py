@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir, ops
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

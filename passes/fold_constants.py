@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

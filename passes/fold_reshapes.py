@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
+from ptodsl.ir import nodes as ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

@@ -11,7 +11,7 @@ import itertools
 
 import attrs
 
-from ptodsl import ir
+from ptodsl.ir import nodes as ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

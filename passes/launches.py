@@ -2,7 +2,7 @@
 convolution's output channels).
 
 pypto's SIM verification keeps several copies of every tensor a launch touches and frees
-nothing until the next launch (`ptodsl.sim_memory`): a 16384 x 16384 output needs about
+nothing until the next launch (`ptodsl.ir.sim_memory`): a 16384 x 16384 output needs about
 16 GiB in one launch. When the estimate for one launch exceeds the target's budget, and the
 kernel computes each index of the outputs' axis 0 from the same index of some inputs and
 from the whole of the others, `forward` launches the kernel on consecutive chunks of that
@@ -20,7 +20,8 @@ import math
 
 import attrs
 
-from ptodsl import ir, ops, sim_memory
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops, sim_memory
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 ELEMENTWISE_KINDS = frozenset(

@@ -1,6 +1,6 @@
 """Rewrites every op form the target lacks into forms it has.
 
-The rules form one table keyed on the op form (see `ptodsl.target.form`). A rule fires only
+The rules form one table keyed on the op form (see `ptodsl.ir.target.form`). A rule fires only
 when the target does not support the form, and its result is legalized again, so rules may
 build on one another (`tanh` is written with `sub(t,s)`).
 """
@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import attrs
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
+from ptodsl.ir.target import PYPTO_0_2_0, Target, form
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
-from ptodsl.target import PYPTO_0_2_0, Target, form
 
 Rule = Callable[[ir.Op], ir.Expr]
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl import ir
-from ptodsl.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import Target
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.chain_reductions import chain_axes
@@ -27,7 +28,6 @@ from ptodsl.passes.tiling import (
     window_auto_tiles,
     window_steps,
 )
-from ptodsl.target import Target
 
 
 def _without(values: tuple[int, ...], axis: int) -> tuple[int, ...]:

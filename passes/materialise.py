@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 import attrs
 
-from ptodsl import ir
-from ptodsl.diagnostics import Span
+from ptodsl.frontend.diagnostics import Span
+from ptodsl.ir import nodes as ir
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 

@@ -14,8 +14,10 @@ import math
 
 import attrs
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import FrameError
+from ptodsl.frontend.diagnostics import FrameError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
+from ptodsl.ir.target import Target
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import (
     POSITIONAL,
@@ -24,7 +26,6 @@ from ptodsl.passes.align_axes import (
     matmul_operands,
     unread_inputs,
 )
-from ptodsl.target import Target
 
 
 def _tensor_shapes(kernel: ir.Kernel, opaque: set[str]) -> list[tuple[int, ...]]:

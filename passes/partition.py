@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import FrameError, SpecError
+from ptodsl.frontend.diagnostics import FrameError, SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 
 MAX_KERNELS = 8  # a spec needing more is refused with the first kernel's frame error
 # Values worth a cut inside an expression: those that change a value's frame.

@@ -13,14 +13,15 @@ import math
 
 import attrs
 
-from ptodsl import ir, ops
-from ptodsl.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
+from ptodsl.ir.target import PYPTO_0_2_0, Target, ub_use
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 from ptodsl.passes.align_axes import REDUCTIONS
 from ptodsl.passes.isolate_reductions import is_conv as is_conv_op
 from ptodsl.passes.isolate_reductions import is_window as is_window_op
 from ptodsl.passes.output_safety import is_assembled
-from ptodsl.target import PYPTO_0_2_0, Target, ub_use
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -3,6 +3,6 @@
 __version__ = "0.1.0"
 
 from ptodsl.api import Compiled, check, compile, tune  # noqa: E402 - after __version__ (codegen)
-from ptodsl.diagnostics import SpecError  # noqa: E402
+from ptodsl.frontend.diagnostics import SpecError  # noqa: E402
 
 __all__ = ["Compiled", "SpecError", "__version__", "check", "compile", "tune"]

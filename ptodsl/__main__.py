@@ -1,5 +1,5 @@
 import sys
 
-from ptodsl.cli import main
+from ptodsl.tools.cli import main
 
 sys.exit(main())

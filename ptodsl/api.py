@@ -10,21 +10,21 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ptodsl import ir
-from ptodsl.codegen import emit_pypto
-from ptodsl.diagnostics import Source
-from ptodsl.files import load_module, require_run_folders
-from ptodsl.forward import Forward
+from ptodsl.emission.codegen import emit_pypto
+from ptodsl.emission.reference import emit_reference
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.forward import Forward
+from ptodsl.ir.plan import program_plan
+from ptodsl.ir.target import PYPTO_0_2_0, Target
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.plan import program_plan
-from ptodsl.reference import emit_reference
-from ptodsl.settings import DEFAULT_TIMEOUT_S
-from ptodsl.target import PYPTO_0_2_0, Target
-from ptodsl.tuning_cache import cached_tuning
+from ptodsl.runtime.files import load_module, require_run_folders
+from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
+from ptodsl.tools.tuning_cache import cached_tuning
 
 if TYPE_CHECKING:  # imported when called: checking and tuning pull in torch
-    from ptodsl.checking import CheckReport
-    from ptodsl.tuning import TuneResult
+    from ptodsl.checking.check import CheckReport
+    from ptodsl.tools.tuning import TuneResult
 
 
 class Compiled:
@@ -157,7 +157,7 @@ def check(
     `Model` on its `get_inputs()`: the report `ptodsl check` prints (`report.ok`,
     `report.outputs`, `report.sim_time_us`). `kernel_path` checks that module (e.g. hand
     edited) instead; `passes` is pypto's verification ("auto", "all" or "graph")."""
-    from ptodsl.checking import run_check
+    from ptodsl.checking.check import run_check
 
     require_run_folders()
     return run_check(
@@ -182,7 +182,7 @@ def tune(
     """Measures up to `budget` candidate plans of a spec (text or path) in pypto SIM and,
     with `store`, keeps the fastest that passes the check (with `check`) for `compile`, as
     `ptodsl tune` does: the result lists every plan measured."""
-    from ptodsl.tuning import tune as measure_plans
+    from ptodsl.tools.tuning import tune as measure_plans
 
     require_run_folders(tuning=store)
     return measure_plans(_source(text, name), dims, budget=budget, check=check, store=store)

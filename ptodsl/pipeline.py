@@ -8,10 +8,14 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ptodsl import ir
-from ptodsl.diagnostics import FrameError, Source, Span, SpecError
-from ptodsl.forward import Forward, build_forward
-from ptodsl.parser import parse
+from ptodsl.frontend.diagnostics import FrameError, Source, Span, SpecError
+from ptodsl.frontend.parser import parse
+from ptodsl.frontend.syntax import Spec
+from ptodsl.frontend.typecheck import typecheck
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.forward import Forward, build_forward
+from ptodsl.ir.target import PYPTO_0_2_0, Target
+from ptodsl.ir.verify import verify, verify_forward
 from ptodsl.passes import PassContext
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
@@ -30,10 +34,6 @@ from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.partition import partition
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.passes.twin_operands import twin_operands
-from ptodsl.syntax import Spec
-from ptodsl.target import PYPTO_0_2_0, Target
-from ptodsl.typecheck import typecheck
-from ptodsl.verify import verify, verify_forward
 
 Pass = Callable[[ir.Kernel, PassContext], ir.Kernel]
 RECURSION_LIMIT = 20_000  # frames while lowering: statements of up to MAX_TERMS nodes fit
@@ -119,7 +119,7 @@ def lower(
     passes on each, or stops after the stage named `until` ("check" or a pass name); every
     `SpecError` comes out with its source. Every pass gets the same context: the target's
     forms and limits and the plan choices `tuning`. The IR's invariants are checked after
-    the front end, after every pass and on the forward program, always (ptodsl.verify): a
+    the front end, after every pass and on the forward program, always (ptodsl.ir.verify): a
     violation is a bug in that pass, an internal error, never a kernel emitted from it."""
     context = PassContext(target, tuning or ir.Tuning())
     depth_limit = sys.getrecursionlimit()

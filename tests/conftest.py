@@ -14,11 +14,11 @@ from types import ModuleType
 import attrs
 from hypothesis import settings
 
-from ptodsl.coverage import SCALED_FILE, by_number, problem_number, read_scaled
-from ptodsl.diagnostics import Source
+from ptodsl.checking.coverage import SCALED_FILE, by_number, problem_number, read_scaled
+from ptodsl.checking.problems import Resize, rewritten_problem
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.pipeline import lower
-from ptodsl.problems import Resize, rewritten_problem
-from ptodsl.target import PYPTO_0_2_0
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "examples"
@@ -91,9 +91,9 @@ class _BoundDims(Mapping[str, dict[str, int]]):
 
 
 def _bind(spec: Path, problem: Path, constants: dict[str, str]) -> dict[str, int]:
-    from ptodsl import _problem_worker
-    from ptodsl.problem_dims import bound_dims
-    from ptodsl.problems import ProblemRun
+    from ptodsl.checking import _problem_worker
+    from ptodsl.checking.problem_dims import bound_dims
+    from ptodsl.checking.problems import ProblemRun
 
     request = {
         "problem": str(problem), "seed": 0, "sizes": {}, "constants": constants, "model_new": None

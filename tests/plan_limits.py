@@ -1,4 +1,4 @@
-"""PyPTO 0.2.0's limits, asserted on a plan (`ptodsl.plan`): shared by the example, tuning
+"""PyPTO 0.2.0's limits, asserted on a plan (`ptodsl.ir.plan`): shared by the example, tuning
 and random-spec tests."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import attrs
 
-from ptodsl.target import PYPTO_0_2_0
+from ptodsl.ir.target import PYPTO_0_2_0
 
 # The target as tiling saw it before UB was counted op by op: the old plans, which the
 # limits below must reject.
@@ -51,7 +51,7 @@ def assert_conv_fits(phase: dict) -> None:
     """A convolution's cube tiles; every shape it computes on at rank <= 4 under a tile
     within the budget (a binary op's operands and result then fit UB), not past the shape
     but for a 32-byte aligned last axis, within the auto-tile limit; its rows loop covers
-    the output rows (ptodsl.verify checks the batch loop against the convolution)."""
+    the output rows (ptodsl.ir.verify checks the batch loop against the convolution)."""
     assert_cube_tile_fits(phase["cube_tile"])
     for op in phase["tiles"]:
         shape, tile = op["shape"], op["tile"]
@@ -79,7 +79,8 @@ def assert_ub_fits(phase: dict) -> None:
 
 
 def assert_plan_within_limits(plan: dict) -> None:
-    """Every phase of a plan (ptodsl.plan) within PyPTO 0.2.0's tile, tile-count and loop rules."""
+    """Every phase of a plan (ptodsl.ir.plan) within PyPTO 0.2.0's tile, tile-count and loop
+    rules."""
     for kernel in plan["kernels"]:
         for phase in kernel["phases"]:
             if phase["kind"] == "cube":

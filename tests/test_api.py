@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
 
 RELU = ROOT / "examples" / "kernelbench" / "19_relu.pto"
 

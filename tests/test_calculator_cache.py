@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ptodsl import simulator
+from ptodsl.runtime import simulator
 
 LIBRARY_BYTES = b"\x7fELF" + bytes(range(256)) * 64
 
@@ -79,7 +79,7 @@ def test_a_failed_build_leaves_the_cache_as_it_was(monkeypatch, tmp_path):
 
 
 def test_the_cache_folder_follows_xdg(tmp_path, monkeypatch):
-    from ptodsl.files import cache_dir
+    from ptodsl.runtime.files import cache_dir
 
     monkeypatch.delenv("PTODSL_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

@@ -15,10 +15,10 @@ import torch
 from conftest import CI_DIMS, ROOT, ci_resize
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import run_check
-from ptodsl.draws import Observation, draws, transformed, with_thresholds
-from ptodsl.error_bounds import evaluate_bounds
+from ptodsl.checking.check import run_check
+from ptodsl.checking.draws import Observation, draws, transformed, with_thresholds
+from ptodsl.checking.error_bounds import evaluate_bounds
+from ptodsl.ir import nodes as ir
 
 LEVEL2 = ROOT / "tests" / "problems" / "kernelbench-level2"
 LEVEL2_SPECS = ROOT / "examples" / "kernelbench-level2"

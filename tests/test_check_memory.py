@@ -10,10 +10,14 @@ import pytest
 import torch
 
 import ptodsl
-from ptodsl import checking, cli, coverage, ir, sim_memory
-from ptodsl.checking import CheckTooBig, run_check
-from ptodsl.coverage import check_pair
-from ptodsl.error_bounds import element_bound
+from ptodsl.checking import check as checking
+from ptodsl.checking import coverage
+from ptodsl.checking.check import CheckTooBig, run_check
+from ptodsl.checking.coverage import check_pair
+from ptodsl.checking.error_bounds import element_bound
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import sim_memory
+from ptodsl.tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU_SPEC = ROOT / "examples" / "kernelbench" / "19_relu.pto"
@@ -130,7 +134,7 @@ def test_launch_counts_are_every_divisor_in_order(n):
 def test_float64_convolutions_one_sample_at_a_time_compute_the_same_values(convolve):
     """torch's float64 CPU convolution unfolds the whole batch at once (#66's problem asked
     for 35.6 GB): the goldens run it one sample at a time, with the same values."""
-    from ptodsl.convolutions import CONVOLUTIONS, SampleBySample
+    from ptodsl.checking.convolutions import CONVOLUTIONS, SampleBySample
 
     x = torch.randn(3, 3, 5, 6, 7, generator=torch.Generator().manual_seed(0))
     x = x.to(torch.float64)

@@ -11,9 +11,9 @@ import pytest
 from conftest import EXAMPLE_BY_STEM
 
 import ptodsl
-from ptodsl.checking import run_check, spec_case
-from ptodsl.draws import seeded_draw
-from ptodsl.simulator import SimulationError
+from ptodsl.checking.check import run_check, spec_case
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.runtime.simulator import SimulationError
 
 
 def compiled(text: str, dims=None):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ptodsl.cli import BENCHMARKS, STAGES
+from ptodsl.tools.cli import BENCHMARKS, STAGES
 
 KERNELBENCH = ROOT / "examples" / "kernelbench"
 ELU = KERNELBENCH / "31_elu.pto"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
+from ptodsl.ir import nodes as ir
 
 COMPUTED = {
     # an expression as the operand: named by a let of its own

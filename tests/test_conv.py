@@ -15,11 +15,11 @@ from conftest import EXAMPLES
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import Source
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.pipeline import lower
-from ptodsl.target import PYPTO_0_2_0
 
 # Blocks of two output rows of PADDED_GROUPED (its taps stack K = 2 channels x 9 taps, over
 # 12 columns a row): a few rows per block and a tail, at small shapes.

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ptodsl import verify
-from ptodsl.diagnostics import Source
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import verify
+from ptodsl.ir.verify import VerifyError
 from ptodsl.passes import merge_axes
 from ptodsl.pipeline import lower
-from ptodsl.tuning import probe_cost
-from ptodsl.verify import VerifyError
+from ptodsl.tools.tuning import probe_cost
 
 # The same 1 MiB of f32, declared 1-D and 2-D.
 ONE_D = "kernel k\ndims N = 262144\ninput x: f32[N]\noutput y: f32[N]\ny = x + 1.0\n"
@@ -47,7 +47,7 @@ def test_no_plan_has_a_rank_1_tile():
 
 def test_the_probe_keeps_the_swim_lanes_it_measured(tmp_path):
     """benchmarks.schedule reads these: the kept lanes are the run that was costed."""
-    from ptodsl.simulator import aicore_time_us
+    from ptodsl.runtime.simulator import aicore_time_us
 
     cost = probe_cost(lower(Source(TWO_D, "k.pto")), trace_dir=tmp_path)
     (launch,) = tmp_path.iterdir()

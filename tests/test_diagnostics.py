@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import ptodsl
-from ptodsl.typecheck import MODE_DEPENDENT, SPELLED_OUT, WRITTEN_OTHERWISE, cookbook_note
+from ptodsl.frontend.typecheck import MODE_DEPENDENT, SPELLED_OUT, WRITTEN_OTHERWISE, cookbook_note
 
 HEADER = """kernel k
 dims M = 4, N = 8

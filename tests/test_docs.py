@@ -19,11 +19,11 @@ from conftest import ROOT
 from markdown.extensions.toc import slugify
 
 import ptodsl
-from ptodsl import settings
-from ptodsl.checking import format_report, run_check
-from ptodsl.cli import _parser
-from ptodsl.modules import MODULES
-from ptodsl.typecheck import COOKBOOK, COOKBOOK_SECTION, builtin_functions
+from ptodsl.checking.check import format_report, run_check
+from ptodsl.frontend.typecheck import COOKBOOK, COOKBOOK_SECTION, builtin_functions
+from ptodsl.ir.modules import MODULES
+from ptodsl.runtime import settings
+from ptodsl.tools.cli import _parser
 
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]

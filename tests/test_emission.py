@@ -17,10 +17,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptodsl import ir, ops, pytree
-from ptodsl.diagnostics import Span
+from ptodsl.emission import pytree
+from ptodsl.emission.pyexpr import PythonEmitter
+from ptodsl.frontend.diagnostics import Span
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 from ptodsl.passes.fold_constants import _fold
-from ptodsl.pyexpr import PythonEmitter
 
 SPAN = Span.point(1, 1)
 SCALAR_OPS = sorted(

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 import ptodsl
-from ptodsl.codegen import emit_kernelbench
-from ptodsl.simulator import _intact
+from ptodsl.emission.codegen import emit_kernelbench
+from ptodsl.runtime.simulator import _intact
 
 SCALE = """\
 kernel scale
@@ -127,10 +127,10 @@ def test_a_calculator_whose_digest_is_a_fifo_is_rebuilt_not_waited_for(tmp_path)
 
 
 def test_a_tuning_entry_that_is_a_fifo_is_ignored_with_a_warning(tmp_path, monkeypatch, capsys):
-    from ptodsl.tuning_cache import _cache_path
+    from ptodsl.tools.tuning_cache import _cache_path
 
     monkeypatch.setenv("PTODSL_TUNING_DIR", str(tmp_path))
-    entry = _cache_path(SCALE, None, ptodsl.target.PYPTO_0_2_0)
+    entry = _cache_path(SCALE, None, ptodsl.ir.target.PYPTO_0_2_0)
     os.mkfifo(entry)
     compiled = []
     worker = threading.Thread(target=lambda: compiled.append(ptodsl.compile(SCALE)), daemon=True)

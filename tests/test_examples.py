@@ -19,7 +19,7 @@ from conftest import (
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
 
 IDS = [path.stem for path in EXAMPLES]
 

@@ -1,4 +1,4 @@
-"""Scale-out (ptodsl.fanout): jobs side by side on this machine within its memory, and on a
+"""Scale-out (ptodsl.runtime.fanout): jobs side by side on this machine within its memory, and on a
 Dask cluster, give the serial run's results in its order; a killed cluster worker loses no
 row. The cluster is a real one (distributed's LocalCluster: a scheduler and two worker
 processes) running real checks in pypto SIM."""
@@ -17,11 +17,11 @@ import pytest
 from conftest import ROOT
 from processes import wait_until_gone
 
-from ptodsl import fanout
-from ptodsl.coverage import run_coverage
-from ptodsl.diagnostics import Source
-from ptodsl.fanout import Task, run_tasks
-from ptodsl.tuning import tune
+from ptodsl.checking.coverage import run_coverage
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.runtime import fanout
+from ptodsl.runtime.fanout import Task, run_tasks
+from ptodsl.tools.tuning import tune
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
 SPECS = ROOT / "examples" / "kernelbench"
@@ -98,7 +98,7 @@ def test_a_worker_ends_when_its_parent_dies(tmp_path):
     pid_file = tmp_path / "child.pid"
     parent = (
         "import subprocess, sys, os\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'from ptodsl import workers; import time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'from ptodsl.runtime import workers; import time; "
         "workers.exit_with_parent(); time.sleep(60)'], "
         "env={**os.environ, 'PTODSL_WORKER_PARENT': str(os.getpid())})\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
@@ -232,7 +232,7 @@ def test_a_simulation_runs_on_one_thread_wherever_it_runs(tmp_path, monkeypatch)
     """pypto's calculator sums with torch in an order that follows the thread count: at full
     shape #37's error was 8.57e-11 with two threads and 4.35e-11 in a Dask worker (one). The
     simulator's workers take one thread whatever they inherit."""
-    from ptodsl.simulator import _worker_environment
+    from ptodsl.runtime.simulator import _worker_environment
 
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
     assert _worker_environment(tmp_path, None)["OMP_NUM_THREADS"] == "1"
@@ -250,14 +250,14 @@ def test_a_check_runs_the_jobs_its_tasks_leave_free_as_launches(jobs, tasks, clu
 def test_coverage_gives_the_jobs_to_spare_to_each_checks_launches(monkeypatch, only, launches):
     """What each check's `run_check` gets as launch_jobs (the checks themselves stand in:
     tests/test_launches.py runs launches side by side in pypto)."""
-    import ptodsl.coverage
+    import ptodsl.checking.coverage
 
     given = []
 
     def check_texts(pair, timeout, launch_jobs):
         given.append(launch_jobs)
-        return ptodsl.coverage.Row(19, pair.problem_name, pair.spec_name, "PASS")
+        return ptodsl.checking.coverage.Row(19, pair.problem_name, pair.spec_name, "PASS")
 
-    monkeypatch.setattr(ptodsl.coverage, "check_texts", check_texts)
+    monkeypatch.setattr(ptodsl.checking.coverage, "check_texts", check_texts)
     run_coverage(PROBLEMS, SPECS, only, jobs=2)
     assert given == [launches] * len(only)

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ptodsl
-from ptodsl.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "examples").rglob("*.pto"))

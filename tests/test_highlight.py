@@ -1,4 +1,4 @@
-"""Highlighting of specs: the Pygments lexer (ptodsl.highlight) splits every example as the
+"""Highlighting of specs: the Pygments lexer (ptodsl.frontend.highlight) splits every example as the
 parser does, the TextMate grammar (grammar/pto.tmLanguage.json) colours the same text the
 same way, and both know every keyword of grammar/ptodsl.lark."""
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLES, ROOT
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, Token, Whitespace
 
-from ptodsl.highlight import (
+from ptodsl.frontend.highlight import (
     CONSTANT_NAMES,
     DECLARATION_KEYWORDS,
     DOMAIN_KEYWORD,

@@ -10,8 +10,8 @@ import pytest
 from conftest import TINY_TILES, ruff_check
 
 import ptodsl
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import SpecError
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import SpecError
 
 HOSTILE = [
     # Python keywords and soft keywords

@@ -12,11 +12,11 @@ import torch
 from conftest import CI_DIMS, INTERPRETER_PATTERNS, ROOT, ci_resize
 
 import ptodsl
-from ptodsl.checking import compare, problem_case
-from ptodsl.codegen import emit_kernelbench
-from ptodsl.draws import seeded_draw
-from ptodsl.interpret import CostOnly, _Launches, overlaps
-from ptodsl.simulator import SimRun, SimulationError
+from ptodsl.checking.check import compare, problem_case
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.emission.codegen import emit_kernelbench
+from ptodsl.runtime.interpret import CostOnly, _Launches, overlaps
+from ptodsl.runtime.simulator import SimRun, SimulationError
 
 SPECS = ROOT / "examples" / "kernelbench"
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"

@@ -16,12 +16,13 @@ import pytest
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
-from ptodsl import ir, ops, verify
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops, verify
+from ptodsl.ir.target import PYPTO_0_2_0 as TARGET
+from ptodsl.ir.verify import VerifyError
 from ptodsl.passes import tiling
-from ptodsl.simulator import SimulationError
-from ptodsl.target import PYPTO_0_2_0 as TARGET
-from ptodsl.verify import VerifyError
+from ptodsl.runtime.simulator import SimulationError
 
 # Efficient channel attention with its channels also rolled by one: the mean over the
 # spatial axes is [N, C, 1] in the kernel's frame, so the window and the join run on rows

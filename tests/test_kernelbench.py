@@ -11,17 +11,17 @@ import pytest
 from conftest import CI_DIMS, ROOT, ci_resize, ruff_check
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import (
+from ptodsl.checking.check import (
     compare,
     evaluate_reference,
     problem_case,
     run_check,
 )
-from ptodsl.codegen import emit_kernelbench
-from ptodsl.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
-from ptodsl.draws import seeded_draw
-from ptodsl.simulator import SimulationError, run_model
+from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.emission.codegen import emit_kernelbench
+from ptodsl.ir import nodes as ir
+from ptodsl.runtime.simulator import SimulationError, run_model
 
 SPECS = ROOT / "examples" / "kernelbench"
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"

@@ -15,8 +15,8 @@ import torch
 from conftest import CI_DIMS, ROOT, scaled_problem
 
 import ptodsl
-from ptodsl.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
-from ptodsl.files import import_file
+from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
+from ptodsl.runtime.files import import_file
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level2"
 PROBLEM_BY_NUMBER = {n: paths for n, paths in by_number(PROBLEMS.glob("*.py")).items()}

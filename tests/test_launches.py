@@ -20,16 +20,16 @@ import torch
 from conftest import CI_DIMS, ROOT
 
 import ptodsl
-from ptodsl import sim_memory
-from ptodsl.checking import launches_in_flight, problem_case, run_check, spec_case
-from ptodsl.draws import draws, seeded_draw
-from ptodsl.error_bounds import evaluate_bounds
+from ptodsl.checking.check import launches_in_flight, problem_case, run_check, spec_case
+from ptodsl.checking.draws import draws, seeded_draw
+from ptodsl.checking.error_bounds import evaluate_bounds
+from ptodsl.checking.problems import ProblemError
+from ptodsl.ir import sim_memory
+from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.passes import launches as launches_pass
 from ptodsl.passes.launches import _rows_cut, _shrunk
-from ptodsl.problems import ProblemError
-from ptodsl.simulator import SimulationError, run_model
-from ptodsl.target import PYPTO_0_2_0
-from ptodsl.tuning import probe_cost
+from ptodsl.runtime.simulator import SimulationError, run_model
+from ptodsl.tools.tuning import probe_cost
 
 
 def compiled(text: str, count: int = 4) -> ptodsl.Compiled:
@@ -73,7 +73,7 @@ def test_a_split_kernel_is_one_launch_and_forward_loops():
     spec = compiled(TALL)
     launches = spec.kernel.launches
     # B, whole in every launch, does not shrink: more launches than halving the rest needs
-    assert launches == ptodsl.ir.Launches(count=4, chunk=64, sliced=("A",))
+    assert launches == ptodsl.ir.nodes.Launches(count=4, chunk=64, sliced=("A",))
     assert compiled(SOFTMAX_ROWS).kernel.launches.count == 4
     inputs = {t.name: t.type.shape for t in spec.kernel.inputs}
     assert inputs == {"A": (64, 16), "B": (16, 256)}
@@ -134,7 +134,7 @@ def test_a_split_kernel_passes_check(text):
     spec = compiled(text)
     assert spec.kernel.launches is not None
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 WRONG_LAUNCHES = {
@@ -178,8 +178,8 @@ def test_a_convolution_too_big_per_sample_launches_by_output_channels():
     spec = channel_launched()
     launches = spec.kernel.launches
     assert launches.count == 2 and launches.chunk == 1
-    assert launches.channels == ptodsl.ir.ChannelLaunches(
-        count=2, chunk=4, inputs=(ptodsl.ir.ChannelCut("conv_weight", 0, 4),)
+    assert launches.channels == ptodsl.ir.nodes.ChannelLaunches(
+        count=2, chunk=4, inputs=(ptodsl.ir.nodes.ChannelCut("conv_weight", 0, 4),)
     )
     shapes = {t.name: t.type.shape for t in spec.lowered.after("launches").inputs}
     assert shapes == {"x": (1, 3, 12, 12), "conv_weight": (4, 3, 3, 3)}
@@ -193,7 +193,7 @@ def test_a_convolution_too_big_per_sample_launches_by_output_channels():
     assert "y[start : start + 1, channel : channel + 4]" in spec.source
     assert "y = torch.empty((2, 8, 10, 10)" in spec.source
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 GROUPED = CONV.replace("C_in = 3", "C_in = 4").replace("bias=false", "groups=2, bias=false")
@@ -251,7 +251,7 @@ def test_a_grouped_or_transposed_convolution_launches_by_output_channels(
     for line in lines:
         assert line in spec.source
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 def test_anything_beside_the_convolution_keeps_its_channels_whole():
@@ -382,7 +382,7 @@ def test_a_convolution_too_big_per_output_channel_launches_by_output_rows(
     launches = spec.kernel.launches
     assert launches.count == 2 and launches.channels is None
     extent = spec.kernel.outputs[0].declared_shape[2] * launches.rows.count
-    assert launches.rows == ptodsl.ir.RowLaunches(count=extent // rows, chunk=rows)
+    assert launches.rows == ptodsl.ir.nodes.RowLaunches(count=extent // rows, chunk=rows)
     assert spec.kernel.launch_count == launch_count
     assert f"each {launches.rows.count} of {rows} output rows" in spec.kernel.decisions[-1]
     assert spec.plan["kernels"][0]["launches"]["rows"] == {
@@ -393,7 +393,7 @@ def test_a_convolution_too_big_per_output_channel_launches_by_output_rows(
     for line in lines:
         assert line in spec.source
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 def test_a_convolution_down_to_one_channel_per_launch_launches_by_output_rows():
@@ -405,10 +405,10 @@ def test_a_convolution_down_to_one_channel_per_launch_launches_by_output_rows():
     spec = ptodsl.compile(CONV, name="case.pto", target=target, tuning=None)
     launches = spec.kernel.launches
     assert launches.channels is None
-    assert launches.rows == ptodsl.ir.RowLaunches(count=2, chunk=5)
+    assert launches.rows == ptodsl.ir.nodes.RowLaunches(count=2, chunk=5)
     assert "(row launches are cut for memory only)" in spec.kernel.decisions[-1]
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 @pytest.mark.parametrize("text", [CONV, TRANSPOSED_3D], ids=["conv", "transposed_3d"])
@@ -418,7 +418,7 @@ def test_row_launches_of_several_channels_pass_check(no_channel_launches, text):
     spec = row_launched(text, 2)
     assert spec.kernel.launches.rows.chunk == 2
     report = run_check(spec)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 # Each is a `forward` or kernel a row launch could wrongly get: (old, new, replace every).
@@ -447,7 +447,7 @@ def test_a_wrong_row_launch_fails_check(tmp_path, no_channel_launches, case):
     assert not report.ok
 
 
-# the draws every check runs (`ptodsl.draws`): the seeded one, negative and small
+# the draws every check runs (`ptodsl.checking.draws`): the seeded one, negative and small
 DRAWS = sum(draw.always for draw in draws(0))
 
 
@@ -465,7 +465,7 @@ def worker_per_launch(monkeypatch):
         runs.append((kwargs["launches"], kwargs["launches_in_flight"]))
         return run_model(*args, **kwargs)
 
-    monkeypatch.setattr(ptodsl.checking, "run_model", recording)
+    monkeypatch.setattr(ptodsl.checking.check, "run_model", recording)
     return runs
 
 
@@ -479,7 +479,7 @@ def test_a_worker_per_launch_computes_what_one_worker_does(worker_per_launch):
     assert worker_per_launch == [(4, 1)] * DRAWS + [(4, 2)] * DRAWS
     every_launch = probe_cost(spec.lowered).sim_time_us
     for report in (one, two):
-        assert report.ok, ptodsl.checking.format_report(report)
+        assert report.ok, ptodsl.checking.check.format_report(report)
         assert report.sim_time_us == pytest.approx(every_launch)
     assert one.outputs[0].max_abs_error == two.outputs[0].max_abs_error
 
@@ -509,7 +509,7 @@ def test_a_staged_convolution_in_flight_reads_each_samples_padded_input(worker_p
     assert spec.kernel.program.staging and spec.kernel.launch_count == 6
     report = run_check(spec, passes="graph", launch_jobs=2)
     assert worker_per_launch == [(6, 2)] * DRAWS
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
 
 
 def test_each_launchs_worker_has_the_timeout(worker_per_launch):
@@ -534,7 +534,7 @@ def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_muc
 
 
 def test_the_model_worker_hears_how_many_launches_may_run_at_once(tmp_path):
-    from ptodsl.simulator import _worker_environment
+    from ptodsl.runtime.simulator import _worker_environment
 
     env = _worker_environment(tmp_path, (1.5, 2))
     assert env["PTODSL_LAUNCHES_IN_FLIGHT"] == "2"
@@ -548,7 +548,7 @@ def test_row_launches_in_flight_join_each_samples_rows_once_written(tmp_path, wo
     spec = row_launched(TRANSPOSED_ONE_CHANNEL, 3)
     assert spec.kernel.launch_count == 12
     report = run_check(spec, passes="graph", launch_jobs=2)
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
     path = tmp_path / "unsettled.py"
     path.write_text(spec.source.replace("_settled(_rows_y)", "_rows_y"), encoding="utf-8")
     report = run_check(spec, kernel_path=path, passes="graph", launch_jobs=2)
@@ -613,7 +613,7 @@ def test_a_checks_launch_workers_are_forked_by_the_commands_zygote(worker_per_la
     finally:
         done.set()
         sampler.join()
-    assert report.ok, ptodsl.checking.format_report(report)
+    assert report.ok, ptodsl.checking.check.format_report(report)
     assert worker_per_launch == [(4, 2)] * DRAWS
     assert max(depths.values()) == 2  # below this process: its zygote, then the workers
     assert sum(depth == 2 for depth in depths.values()) >= 4  # the launches' among them

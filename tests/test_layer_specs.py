@@ -18,9 +18,9 @@ import pytest
 from layergen import generate
 
 import ptodsl
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import SpecError
-from ptodsl.simulator import SimulationError
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.runtime.simulator import SimulationError
 
 # pypto 0.2.0's SIM run with pass verification hands the device twice the kernel's tensors
 # (the verification copies after the arguments: `inputSize=2N`) but maps only N of them to

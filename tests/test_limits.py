@@ -6,7 +6,7 @@ and regressions in test_fuzz.py."""
 from __future__ import annotations
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
 
 
 def chain_spec(statements: int) -> str:

@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLE_BY_STEM, TINY_TILES
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
 
 CASES = {
     # example, dims: each shape makes more than 6 tiles of at most 512 elements

@@ -18,11 +18,11 @@ from conftest import CI_DIMS, CI_SCALED, EXAMPLES_DIR, ROOT, scaled_problem
 
 import ptodsl
 from ptodsl import SpecError
-from ptodsl.checking import format_report, run_check
-from ptodsl.coverage import by_number
-from ptodsl.files import import_file
-from ptodsl.forward import format_forward
-from ptodsl.problems import ProblemError
+from ptodsl.checking.check import format_report, run_check
+from ptodsl.checking.coverage import by_number
+from ptodsl.checking.problems import ProblemError
+from ptodsl.ir.forward import format_forward
+from ptodsl.runtime.files import import_file
 
 BN_SPEC = """kernel bn_relu
 dims N = 16, C = 8, H = 6, W = 6

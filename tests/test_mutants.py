@@ -19,8 +19,8 @@ import pytest
 from conftest import CI_DIMS, EXAMPLES
 
 import ptodsl
-from ptodsl.checking import run_check
-from ptodsl.simulator import SimulationError
+from ptodsl.checking.check import run_check
+from ptodsl.runtime.simulator import SimulationError
 
 # Swaps that change what an expression computes for the inputs `check` draws.
 OPERATORS = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * "}

@@ -8,13 +8,14 @@ import attrs
 import pytest
 
 import ptodsl
-from ptodsl import ir, ops
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import Source, Span
-from ptodsl.error_bounds import RULES
+from ptodsl.checking.check import run_check
+from ptodsl.checking.error_bounds import RULES
+from ptodsl.frontend.diagnostics import Source, Span
+from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
+from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.passes.legalize import RULES as LEGALIZE_RULES
 from ptodsl.pipeline import lower
-from ptodsl.target import PYPTO_0_2_0
 
 # Kinds a checked spec may contain: each needs an error-bound rule.
 SPEC_KINDS = set(ops.Kind) - {ops.Kind.LAYOUT}

@@ -1,5 +1,5 @@
 """Several kernels per spec (issue 40): passes/partition.py cuts a spec whose values one
-kernel's frame cannot hold; the forward program (ptodsl.forward) calls the kernels in
+kernel's frame cannot hold; the forward program (ptodsl.ir.forward) calls the kernels in
 order through intermediates, and its verifier checks what it reads and writes.
 
 (a) a program cut into kernels computes what the one-kernel program computes (random layer
@@ -18,11 +18,12 @@ import torch
 from layergen import generate
 
 import ptodsl
-from ptodsl import forward, ir
-from ptodsl.checking import run_check
-from ptodsl.cli import main
-from ptodsl.diagnostics import SpecError
-from ptodsl.verify import VerifyError, verify_forward
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir import forward
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.verify import VerifyError, verify_forward
+from ptodsl.tools.cli import main
 
 # A 3-D convolution with torch's default bias, then a softmax over its channels, at batch
 # 2: one kernel would merge the batch and the channels (PyPTO's rank 4) while the bias and

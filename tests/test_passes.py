@@ -6,9 +6,11 @@ import attrs
 import pytest
 from conftest import TINY_TILES
 
-from ptodsl import ir
-from ptodsl.diagnostics import Source
-from ptodsl.parser import parse
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.frontend.parser import parse
+from ptodsl.frontend.typecheck import typecheck
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import PYPTO_0_2_0, Target, form
 from ptodsl.passes import PassContext
 from ptodsl.passes.align_axes import align_axes
 from ptodsl.passes.chain_reductions import chain_reductions
@@ -24,8 +26,6 @@ from ptodsl.passes.merge_axes import merge_axes
 from ptodsl.passes.output_safety import output_safety
 from ptodsl.passes.tiling import tile_phases
 from ptodsl.pipeline import lower
-from ptodsl.target import PYPTO_0_2_0, Target, form
-from ptodsl.typecheck import typecheck
 
 
 def kernel_of(body: str, decls: str = "dims M = 4, N = 8\ninput x: f32[M, N]\n") -> ir.Kernel:

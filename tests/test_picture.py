@@ -16,9 +16,9 @@ import pytest
 from conftest import ROOT
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.picture import CHAR_WIDTH, Canvas, plan_svg, ratio_chart_svg
-from ptodsl.plan import plan_of
+from ptodsl.emission.picture import CHAR_WIDTH, Canvas, plan_svg, ratio_chart_svg
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.plan import plan_of
 
 KERNELBENCH = ROOT / "examples" / "kernelbench"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -15,11 +15,11 @@ import pytest
 import torch
 from conftest import ROOT
 
-from ptodsl.coverage import read_scaled
-from ptodsl.diagnostics import Source
+from ptodsl.checking.coverage import read_scaled
+from ptodsl.checking.problem_dims import bound_dims
+from ptodsl.checking.problems import ProblemError, ProblemRun, parse_setting, rewritten_problem
+from ptodsl.frontend.diagnostics import Source
 from ptodsl.pipeline import lower
-from ptodsl.problem_dims import bound_dims
-from ptodsl.problems import ProblemError, ProblemRun, parse_setting, rewritten_problem
 
 LEVEL2 = ROOT / "tests" / "problems" / "kernelbench-level2"
 LEVEL2_SPECS = ROOT / "examples" / "kernelbench-level2"
@@ -272,14 +272,14 @@ def test_a_computed_dim_takes_every_operator_and_follows_its_operands():
     ],
 )
 def test_a_computed_dim_that_cannot_be_computed_is_an_error(old, new, message):
-    from ptodsl.diagnostics import SpecError
+    from ptodsl.frontend.diagnostics import SpecError
 
     with pytest.raises(SpecError, match=message):
         compiled_kernel(COMPUTED.replace(old, new))
 
 
 def test_a_computed_dim_cannot_be_resized():
-    from ptodsl.diagnostics import SpecError
+    from ptodsl.frontend.diagnostics import SpecError
 
     with pytest.raises(SpecError, match="dim `H_out` is computed from other dims"):
         compiled_kernel(COMPUTED, {"H_out": 3})
@@ -316,7 +316,7 @@ def test_a_computed_dim_takes_int_params_and_params_standing_for_dims():
 
 
 def test_a_computed_dim_names_only_dims_and_int_params():
-    from ptodsl.diagnostics import SpecError
+    from ptodsl.frontend.diagnostics import SpecError
 
     with pytest.raises(SpecError, match="`scale` is not a dim declared before `C2` nor an `int`"):
         compiled_kernel(WITH_PARAMS.replace("C2 = channels * 2", "C2 = scale * 2"))
@@ -462,7 +462,7 @@ def test_every_size_expression_form_in_shapes_reshapes_and_slices():
     ],
 )
 def test_a_size_expression_that_cannot_be_sized_is_an_error(old, new, message):
-    from ptodsl.diagnostics import SpecError
+    from ptodsl.frontend.diagnostics import SpecError
 
     with pytest.raises(SpecError, match=message):
         compiled_kernel(ARITHMETIC.replace(old, new))
@@ -508,7 +508,7 @@ def test_an_output_without_a_shape_takes_the_shape_of_its_value(tmp_path):
 
 
 def test_an_output_declared_with_a_shape_is_still_checked_against_its_value():
-    from ptodsl.diagnostics import SpecError
+    from ptodsl.frontend.diagnostics import SpecError
 
     spec = (LEVEL2_SPECS / "100_ConvTranspose3d_Clamp_Min_Divide.pto").read_text("utf-8")
     wrong = spec.replace(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from ptodsl.progress import Progress
+from ptodsl.tools.progress import Progress
 
 
 class Terminal(io.StringIO):

@@ -15,13 +15,13 @@ from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
 from specgen import generate, specs
 
 import ptodsl
-from ptodsl.checking import run_check, spec_case
-from ptodsl.diagnostics import SpecError
-from ptodsl.draws import seeded_draw
-from ptodsl.files import load_module
-from ptodsl.plan import plan_of
-from ptodsl.reference import emit_reference
-from ptodsl.target import PYPTO_0_2_0
+from ptodsl.checking.check import run_check, spec_case
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.emission.reference import emit_reference
+from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.ir.plan import plan_of
+from ptodsl.ir.target import PYPTO_0_2_0
+from ptodsl.runtime.files import load_module
 
 
 def compile_generated(spec):

@@ -8,9 +8,9 @@ import pytest
 from conftest import EXAMPLE_BY_STEM
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import Source
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import nodes as ir
 from ptodsl.pipeline import lower
 
 

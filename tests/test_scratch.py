@@ -17,8 +17,8 @@ import pytest
 from processes import wait_until_gone
 
 import ptodsl
-from ptodsl import scratch
-from ptodsl.checking import format_report, run_check
+from ptodsl.checking.check import format_report, run_check
+from ptodsl.runtime import scratch
 
 
 def _dead_pid() -> int:

@@ -1,4 +1,4 @@
-"""Reports become strict JSON through one converter (ptodsl.serialise)."""
+"""Reports become strict JSON through one converter (ptodsl.tools.serialise)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from ptodsl.checking import CheckReport, OutputCheck
-from ptodsl.coverage import Row, coverage_json
-from ptodsl.serialise import to_json
-from ptodsl.tuning_cache import Entry
+from ptodsl.checking.check import CheckReport, OutputCheck
+from ptodsl.checking.coverage import Row, coverage_json
+from ptodsl.tools.serialise import to_json
+from ptodsl.tools.tuning_cache import Entry
 
 
 def report(output: OutputCheck) -> CheckReport:

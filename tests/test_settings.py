@@ -1,4 +1,4 @@
-"""Every environment variable ptodsl reads is read in one place (`ptodsl.settings`) and a
+"""Every environment variable ptodsl reads is read in one place (`ptodsl.runtime.settings`) and a
 value it cannot use is refused by name: by the API with SettingError, by the command line
 with exit status 1 before anything runs."""
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from ptodsl import settings
-from ptodsl.settings import SettingError
+from ptodsl.runtime import settings
+from ptodsl.runtime.settings import SettingError
 
 ELU = ROOT / "examples" / "kernelbench" / "31_elu.pto"
 

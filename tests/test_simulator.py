@@ -1,4 +1,4 @@
-"""ptodsl.simulator against the real pypto SIM mode (no mocks).
+"""ptodsl.runtime.simulator against the real pypto SIM mode (no mocks).
 
 Each simulated run costs about 2 s. The first verifying run on a machine also builds
 pypto's calculator (30-45 s); later runs load it from the cache.
@@ -10,8 +10,8 @@ import tempfile
 import pytest
 import torch
 
-from ptodsl import simulator
-from ptodsl.simulator import SimulationError, run_model
+from ptodsl.runtime import simulator
+from ptodsl.runtime.simulator import SimulationError, run_model
 
 ROWS, COLS = 16, 64
 ALPHA = 0.5

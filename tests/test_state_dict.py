@@ -11,13 +11,13 @@ import torch
 from conftest import ROOT
 
 import ptodsl
-from ptodsl import modules
-from ptodsl.checking import _check_state, run_check
-from ptodsl.coverage import by_number
-from ptodsl.files import import_file
-from ptodsl.parser import parse
-from ptodsl.problems import DropIn, ProblemError, ProblemRun
-from ptodsl.typecheck import typecheck
+from ptodsl.checking.check import _check_state, run_check
+from ptodsl.checking.coverage import by_number
+from ptodsl.checking.problems import DropIn, ProblemError, ProblemRun
+from ptodsl.frontend.parser import parse
+from ptodsl.frontend.typecheck import typecheck
+from ptodsl.ir import modules
+from ptodsl.runtime.files import import_file
 
 LEVELS = {
     "kernelbench": ("tests/problems/kernelbench", "examples/kernelbench"),

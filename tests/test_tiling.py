@@ -8,11 +8,11 @@ import pytest
 from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
 
 import ptodsl
-from ptodsl.checking import run_check
+from ptodsl.checking.check import run_check
+from ptodsl.ir.plan import plan_of
+from ptodsl.ir.target import PYPTO_0_2_0 as TARGET
 from ptodsl.passes.loops import plan_loop
 from ptodsl.passes.tiling import auto_tiles, ceil_div, choose_tile
-from ptodsl.plan import plan_of
-from ptodsl.target import PYPTO_0_2_0 as TARGET
 
 SHAPES = [
     (1,), (7,), (8191,), (16384,), (16385,), (262144,), (1000003,), (67108864,), (999999937,),

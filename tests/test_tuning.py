@@ -13,15 +13,15 @@ from conftest import EXAMPLES, ROOT, example_dims
 from plan_limits import assert_plan_within_limits
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import run_check
-from ptodsl.diagnostics import Source
+from ptodsl.checking.check import run_check
+from ptodsl.frontend.diagnostics import Source
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.plan import plan_of
+from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.passes.loops import plan_loop
 from ptodsl.passes.tiling import choose_tile
 from ptodsl.pipeline import lower
-from ptodsl.plan import plan_of
-from ptodsl.target import PYPTO_0_2_0
-from ptodsl.tuning import candidates, probe_cost
+from ptodsl.tools.tuning import candidates, probe_cost
 
 SUM_DIM = ROOT / "examples" / "kernelbench" / "47_sum_dim.pto"
 
@@ -135,7 +135,7 @@ def test_a_plan_replaces_the_default_only_by_the_margin(
     candidate_us, stored, tmp_path, monkeypatch
 ):
     """The cost model is deterministic; a 0.5% gain is still not worth a tuned plan."""
-    from ptodsl import tuning
+    from ptodsl.tools import tuning
 
     monkeypatch.setenv("PTODSL_TUNING_DIR", str(tmp_path))
     costs = iter([100.0, candidate_us])

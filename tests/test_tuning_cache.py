@@ -14,8 +14,8 @@ import pytest
 from conftest import ROOT
 
 import ptodsl
-from ptodsl import tuning_cache
-from ptodsl.target import PYPTO_0_2_0
+from ptodsl.ir.target import PYPTO_0_2_0
+from ptodsl.tools import tuning_cache
 
 SPEC = (ROOT / "examples" / "kernelbench" / "19_relu.pto").read_text(encoding="utf-8")
 

@@ -10,12 +10,14 @@ from hypothesis import given
 from specgen import specs
 
 import ptodsl
-from ptodsl import cli, ir, pipeline
-from ptodsl.diagnostics import Source, SpecError
+from ptodsl import pipeline
+from ptodsl.frontend.diagnostics import Source, SpecError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import PYPTO_0_2_0
+from ptodsl.ir.verify import VerifyError, verify
 from ptodsl.pipeline import lower
-from ptodsl.target import PYPTO_0_2_0
-from ptodsl.tuning import candidates
-from ptodsl.verify import VerifyError, verify
+from ptodsl.tools import cli
+from ptodsl.tools.tuning import candidates
 
 
 def source_of(path):
@@ -545,7 +547,7 @@ ONE_CHANNEL_CONV = Source(
 def test_the_verifier_catches_broken_row_launches():
     """A sample too big for one launch even of one output channel: 5 launches of 2 rows
     each (a budget just big enough for them)."""
-    from ptodsl import sim_memory
+    from ptodsl.ir import sim_memory
     from ptodsl.passes.launches import _rows_cut, _shrunk
 
     whole = lower(ONE_CHANNEL_CONV, until="twin_operands").kernel

@@ -13,13 +13,13 @@ import torch
 from conftest import CI_DIMS, ROOT, TINY_TILES, ci_resize
 
 import ptodsl
-from ptodsl import ir
-from ptodsl.checking import problem_case, run_check
-from ptodsl.codegen import emit_kernelbench
-from ptodsl.draws import seeded_draw
-from ptodsl.files import import_file
-from ptodsl.problems import ProblemError
-from ptodsl.simulator import SimulationError
+from ptodsl.checking.check import problem_case, run_check
+from ptodsl.checking.draws import seeded_draw
+from ptodsl.checking.problems import ProblemError
+from ptodsl.emission.codegen import emit_kernelbench
+from ptodsl.ir import nodes as ir
+from ptodsl.runtime.files import import_file
+from ptodsl.runtime.simulator import SimulationError
 
 SPECS = ROOT / "examples" / "fused"
 PROBLEMS = ROOT / "tests" / "problems" / "fused"

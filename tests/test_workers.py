@@ -16,14 +16,14 @@ import pytest
 from conftest import ROOT
 from processes import wait_until_gone
 
-from ptodsl import workers
-from ptodsl.files import cache_dir
-from ptodsl.workers import Stall, WorkerOverMemory, WorkerStalled, WorkerTimeout, run_worker
+from ptodsl.runtime import workers
+from ptodsl.runtime.files import cache_dir
+from ptodsl.runtime.workers import Stall, WorkerOverMemory, WorkerStalled, WorkerTimeout, run_worker
 
 # A worker module of our own: it does what its request file says.
 FAKE_WORKER = """import json, os, signal, sys, time
 from pathlib import Path
-from ptodsl import workers
+from ptodsl.runtime import workers
 work = Path(sys.argv[1])
 request = (work / "request.txt").read_text()
 if request == "describe":
@@ -197,7 +197,7 @@ def test_the_zygote_and_its_workers_end_with_the_process_they_serve(tmp_path, fa
         f"""
         import os, sys, threading, time
         from pathlib import Path
-        from ptodsl import workers
+        from ptodsl.runtime import workers
         path = os.pathsep.join([{str(package)!r}, *sys.path])
         env = dict(os.environ, PYTHONPATH=path)
         run = dict(timeout=60, env=env)

@@ -7,8 +7,8 @@ For every example (default: all with a baseline module) this compiles the exampl
 kernel is NAME
 (the six big norms at the reduced CI dims of tests/conftest.py unless --full), draws the
 same seeded inputs as `ptodsl check` and checks `benchmarks/baselines/NAME.py`'s ModelNew
-with `ptodsl.checking.run_check` (graph verification, ptodsl's bounds). Prints: example, verdict,
-max abs err, baseline sim us. One SIM at a time.
+with `ptodsl.checking.check.run_check` (graph verification, ptodsl's bounds). Prints: example,
+verdict, max abs err, baseline sim us. One SIM at a time.
 
 `--official` checks the official-pattern baselines (`benchmarks/baselines/official/NAME.py`
 and its `NAME__<variant>.py` variants) the same way; examples whose official pattern cannot
@@ -27,10 +27,10 @@ from pathlib import Path
 import ptodsl
 from benchmarks import CI_DIMS, spec_by_kernel
 from benchmarks.baselines import official
-from ptodsl.checking import run_check
-from ptodsl.simulator import SimulationError
-from ptodsl.tables import markdown_table
-from ptodsl.tuning import probe_cost
+from ptodsl.checking.check import run_check
+from ptodsl.runtime.simulator import SimulationError
+from ptodsl.tools.tables import markdown_table
+from ptodsl.tools.tuning import probe_cost
 
 HERE = Path(__file__).resolve().parent
 

@@ -16,7 +16,7 @@ def on_page_markdown(markdown: str, page, **_) -> str:
 
 
 def cli_reference() -> str:
-    from ptodsl.cli import _parser
+    from ptodsl.tools.cli import _parser
 
     parser = _parser()
     parts = [_options_table(parser, "Options before the command")]

@@ -1,0 +1,2 @@
+"""Checking: the draws, the error bounds, KernelBench problems run in workers, and
+coverage."""

@@ -1,0 +1,207 @@
+"""The tuning cache: the plan choices `ptodsl tune` measured fastest, per spec.
+
+Keyed by the spec's text, its dim sizes, the target and the ptodsl and pypto versions.
+`cached_tuning` returns only a plan that passed `ptodsl check` (the record says so); a
+`--no-check` tune's record lives beside it under another name and is never read here. This
+module knows no pipeline, so that `ptodsl.compile` and `ptodsl tune` can both use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ptodsl import __version__
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.target import PYPTO_0_2_0, Target
+from ptodsl.runtime.files import NotRegularFile, read_regular, tuning_dir, write_atomically
+
+
+def cache_key(text: str, dims: Mapping[str, int] | None, target: Target) -> str:
+    identity = {
+        "spec": text,
+        "dims": sorted((dims or {}).items()),
+        "target": target.name,
+        "ptodsl": __version__,
+        "pypto": importlib.metadata.version("pypto"),
+    }
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+
+
+def _cache_path(
+    text: str, dims: Mapping[str, int] | None, target: Target, checked: bool = True
+) -> Path:
+    """The entry compile reads (a plan that passed `ptodsl check`), or with checked=False
+    the record of a `--no-check` tune, which compile never reads."""
+    suffix = "" if checked else ".unchecked"
+    return tuning_dir() / f"{cache_key(text, dims, target)}{suffix}.json"
+
+
+class BadEntry(ValueError):
+    """A cache entry ptodsl did not write as it reads: edited, truncated or foreign."""
+
+
+_COUNTS = ("tile_elements", "last_axis_tile", "loop_count", "matmul_chunks")
+_VARIANCES = (None, "one_pass")
+_KERNELS = (None, "per_op")
+
+
+def _tuning(choices: Any) -> ir.Tuning:
+    """The plan choices of an entry, each checked: a count is a positive int (not 4096.5,
+    NaN, a bool or a string), the variance form and the kernels' cut ones ptodsl knows, no
+    other key."""
+    if not isinstance(choices, dict):
+        raise BadEntry(f"its tuning is {type(choices).__name__}, not an object")
+    unknown = sorted(set(choices) - {*_COUNTS, "variance", "kernels"})
+    if unknown:
+        raise BadEntry(f"unknown plan choices {unknown}")
+    for name in _COUNTS:
+        value = choices.get(name)
+        if value is not None and (type(value) is not int or value < 1):
+            raise BadEntry(f"{name} is {value!r}, not a positive integer")
+    if choices.get("variance") not in _VARIANCES:
+        raise BadEntry(f"variance is {choices['variance']!r}, not one of {list(_VARIANCES)}")
+    if choices.get("kernels") not in _KERNELS:
+        raise BadEntry(f"kernels is {choices['kernels']!r}, not one of {list(_KERNELS)}")
+    return ir.Tuning(**choices)
+
+
+_WARNED: set[Path] = set()
+
+
+def cached_tuning(
+    text: str, dims: Mapping[str, int] | None = None, target: Target = PYPTO_0_2_0
+) -> ir.Tuning | None:
+    """The checked plan `ptodsl tune` stored for this spec, or None. A missing or unreadable
+    entry is None; an entry that does not hold what tune writes is ignored with a warning
+    that names its file (once per process), and compile uses the default plan."""
+    path = _cache_path(text, dims, target)
+    try:
+        record = json.loads(read_regular(path).decode("utf-8"))
+    except NotRegularFile:
+        return _ignored(path, "not a regular file")
+    except (OSError, UnicodeDecodeError):
+        return None  # no entry (or no readable cache folder): compile untuned
+    except (ValueError, RecursionError) as error:
+        return _ignored(path, f"not JSON ({type(error).__name__})")
+    try:
+        if not isinstance(record, dict):
+            raise BadEntry(f"it holds {type(record).__name__}, not an object")
+        if record.get("checked") is not True:
+            return None  # only a plan that passed `ptodsl check` changes what compile emits
+        return _tuning(record.get("tuning"))
+    except BadEntry as bad:
+        return _ignored(path, str(bad))
+
+
+def _ignored(path: Path, why: str) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        print(
+            f"ptodsl: warning: ignoring tuning cache entry {path}: {why}; compiling with the "
+            "default plan (delete the file, or run `ptodsl tune` again)",
+            file=sys.stderr,
+        )
+    return None
+
+
+def store_record(
+    text: str,
+    dims: Mapping[str, int] | None,
+    target: Target,
+    record: Mapping[str, Any],
+    checked: bool,
+) -> None:
+    path = _cache_path(text, dims, target, checked)
+    write_atomically(path, json.dumps({**record, "checked": checked}, indent=2) + "\n")
+
+
+def forget(text: str, dims: Mapping[str, int] | None, target: Target) -> list[Path]:
+    """Removes the spec's entries at these dims (checked and `--no-check`); returns them."""
+    removed = []
+    for checked in (True, False):
+        path = _cache_path(text, dims, target, checked)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
+
+
+@attrs.frozen
+class Entry:
+    """One stored plan as `ptodsl tune --list` shows it (None where an entry written before
+    these fields existed, or an edited one, does not say)."""
+
+    path: Path
+    spec: str | None
+    dims: dict[str, int] | None
+    tuning: str | None
+    sim_time_us: float | None
+    default_sim_time_us: float | None
+    checked: bool
+
+
+# An entry's file name: its key (cache_key), `.unchecked` for a `--no-check` tune's record.
+_ENTRY_NAME = re.compile(r"^[0-9a-f]{24}(\.unchecked)?\.json$")
+
+
+def _entry_paths() -> list[Path]:
+    """The files tune wrote in the tuning folder (it may be a folder of other files too:
+    PTODSL_TUNING_DIR names any)."""
+    return sorted(p for p in tuning_dir().glob("*.json") if _ENTRY_NAME.match(p.name))
+
+
+def forget_all() -> list[Path]:
+    """Removes every entry; returns them."""
+    removed = []
+    for path in _entry_paths():
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def entries() -> list[Entry]:
+    """The tuning cache's entries, by spec file name, then file name."""
+    found = []
+    for path in _entry_paths():
+        try:
+            record = json.loads(read_regular(path).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            record = {}
+        try:
+            tuning = _tuning(record.get("tuning")).describe()
+        except BadEntry:
+            tuning = None
+        found.append(
+            Entry(
+                path,
+                _text_or_none(record.get("spec")),
+                record.get("dims") if isinstance(record.get("dims"), dict) else None,
+                tuning,
+                _number_or_none(record.get("sim_time_us")),
+                _number_or_none(record.get("default_sim_time_us")),
+                record.get("checked") is True,
+            )
+        )
+    return sorted(found, key=lambda e: (e.spec or "", e.path.name))
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number_or_none(value: Any) -> float | None:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if is_number else None
