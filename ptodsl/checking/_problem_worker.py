@@ -5,16 +5,16 @@ Runs a KernelBench-format problem file, which is the user's code: it may print, 
 or return anything. The parent owns DIR and the time limit; this process imports the
 problem, draws its inputs under the seed, builds its Model, loads the weights the parent
 sent when they fit, runs forward in float64 and writes what it saw to DIR. Whatever the
-problem's code does wrong is described in DIR/error.txt, naming the step that did it.
+problem's code does wrong is the call's fault (`ptodsl.runtime.calls`), naming the step that
+did it.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,7 +24,7 @@ import torch
 from ptodsl.checking import problems
 from ptodsl.checking.convolutions import SampleBySample
 from ptodsl.checking.draws import spread
-from ptodsl.runtime import workers
+from ptodsl.runtime import calls
 from ptodsl.runtime.files import import_file
 
 
@@ -32,18 +32,8 @@ class ProblemFault(Exception):
     """The problem's own code failed or returned something ptodsl cannot compare."""
 
 
-def main(argv: list[str]) -> int:
-    workers.exit_with_parent()
-    (work_dir,) = (Path(arg) for arg in argv)
-    request = json.loads((work_dir / problems.REQUEST_FILE).read_text())
-    sent = torch.load(work_dir / problems.WEIGHTS_FILE, weights_only=True)
-    try:
-        result = run(request, sent["weights"], sent["inputs"], sent["buffers"])
-    except ProblemFault as fault:
-        (work_dir / problems.ERROR_FILE).write_text(str(fault))
-        return 1
-    torch.save(result, work_dir / problems.RESULT_FILE)
-    return 0
+def answer(request: Mapping[str, Any], sent: dict[str, Any], folder: Path) -> dict[str, Any]:
+    return run(request, sent["weights"], sent["inputs"], sent["buffers"])
 
 
 def _call(what: str, function: Callable[[], Any]) -> Any:
@@ -317,4 +307,4 @@ def _drop_in(
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(calls.serve(answer, faults=(ProblemFault,)))

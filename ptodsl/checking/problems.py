@@ -9,7 +9,6 @@ or stall ptodsl: `run_problem` either returns what the problem computed or raise
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -20,22 +19,12 @@ import torch
 
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.modules import StateEntry
+from ptodsl.runtime import calls
 from ptodsl.runtime.scratch import make_scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
-from ptodsl.runtime.workers import (
-    WorkerStopped,
-    WorkerTimeout,
-    describe_exit,
-    log_lines,
-    memory_limit,
-    run_worker,
-)
+from ptodsl.runtime.workers import WorkerStopped, WorkerTimeout, describe_exit, log_lines
 
-REQUEST_FILE = "request.json"
-WEIGHTS_FILE = "weights.pt"
-RESULT_FILE = "result.pt"
 MODEL_NEW_FILE = "model_new.py"
-ERROR_FILE = "error.txt"
 _LOG_TAIL_LINES = 8
 _LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
 
@@ -254,25 +243,18 @@ def run_problem(
         if model_new is not None:
             request["model_new"] = str(work_dir / MODEL_NEW_FILE)
             (work_dir / MODEL_NEW_FILE).write_text(model_new, encoding="utf-8")
-        (work_dir / REQUEST_FILE).write_text(json.dumps(request))
         sent = {
             "weights": [w.detach().cpu() for w in weights],
             "inputs": [None if d is None else [_detached(v) for v in d] for d in inputs],
             "buffers": [{name: _detached(v) for name, v in b.items()} for b in buffers or ()],
         }
-        torch.save(sent, work_dir / WEIGHTS_FILE)
+        calls.prepare(work_dir, request, sent)
         try:
-            returncode = run_worker(
-                "ptodsl.checking._problem_worker",
-                work_dir,
-                timeout=timeout,
-                memory_limit=memory_limit(),
-                exit_fast=True,  # its result is closed when it returns
-            )
+            answer = calls.call("ptodsl.checking._problem_worker", work_dir, timeout=timeout)
         except WorkerStopped as error:
             hint = " (--timeout sets the limit)" if isinstance(error, WorkerTimeout) else ""
             raise ProblemError(f"problem {path}: {error}{hint}") from None
-        return _result(work_dir, path, returncode)
+        return _result(answer, path)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
@@ -281,21 +263,19 @@ def _detached(value: Any) -> Any:
     return value.detach().cpu() if isinstance(value, torch.Tensor) else value
 
 
-def _result(work_dir: Path, path: Path, returncode: int) -> ProblemRun:
-    error_file = work_dir / ERROR_FILE
-    if error_file.exists():
-        raise ProblemError(f"problem {path}: {error_file.read_text().strip()}")
-    result_file = work_dir / RESULT_FILE
-    if returncode != 0 or not result_file.exists():
-        lines = log_lines(work_dir, _LOG_NOISE)[-_LOG_TAIL_LINES:]
+def _result(answer: calls.Answer, path: Path) -> ProblemRun:
+    if answer.fault is not None:
+        raise ProblemError(f"problem {path}: {answer.fault}")
+    if not answer.replied:
+        lines = log_lines(answer.folder, _LOG_NOISE)[-_LOG_TAIL_LINES:]
         tail = "\n  ".join(["", *lines]) if lines else ""
         raise ProblemError(
-            f"problem {path}: its process {describe_exit(returncode)} before it gave "
+            f"problem {path}: its process {describe_exit(answer.status)} before it gave "
             f"its Model's output{tail}"
         )
-    # mapped, not read: the golden of a large output (#66's float64 7.2 GB) stays in the
-    # page cache, which the kernel may evict, after its folder is removed
-    result = torch.load(result_file, weights_only=True, mmap=True)
+    # mapped: the golden of a large output (#66's float64 7.2 GB) stays in the page cache
+    # after its folder is removed
+    result = answer.reply()
     return ProblemRun(
         init_values=result["init_values"],
         inputs=result["inputs"],

@@ -1,21 +1,20 @@
 """Worker process for `ptodsl.runtime.simulator.run_model`:
-python -m ptodsl.runtime._sim_worker REQUEST_DIR.
+python -m ptodsl.runtime._sim_worker CALL_DIR.
 
-Runs one generated kernel module in pypto's SIM mode. The parent owns REQUEST_DIR and
-the environment (output directories, quiet PATH); this process only reads the request,
-runs the model and writes the outputs, or a short description of what went wrong, next
-to it.
+Runs one generated kernel module in pypto's SIM mode. The parent owns the call's folder
+(`ptodsl.runtime.calls`) and the environment (output directories, quiet PATH); this process
+only answers the call: the model's outputs, or what went wrong in a line or two.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import importlib.util
-import json
 import re
 import sys
 import traceback
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -24,41 +23,30 @@ import pypto
 import torch
 
 from ptodsl.checking.problems import describe_result, step_counters
-from ptodsl.runtime import interpret, simulator, workers
+from ptodsl.runtime import calls, interpret, simulator
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
 
 
-def main(argv: list[str]) -> int:
+def main() -> int:
     # After importing pypto, whose own SIGSEGV handler prints nothing: a crashing kernel
     # then leaves its Python stack in the log (pypto's handler still runs afterwards).
     faulthandler.enable()
-    workers.exit_with_parent()
-    (request_dir,) = (Path(arg) for arg in argv)
-    request = json.loads((request_dir / simulator._REQUEST_FILE).read_text())
-    # Mapped, not read: the inputs' pages stay file-backed beside pypto's own copies.
-    payload = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True, mmap=True)
+    # Whatever the generated module raises (or exits with) is the kernel's failure, said.
+    return calls.serve(simulate, faults=(BaseException,), describe=describe_error)
+
+
+def simulate(request: Mapping[str, Any], payload: dict[str, Any], folder: Path) -> dict:
+    """The reply: the outputs and, for a model, the form of its forward (`_FORM`)."""
     module_path = Path(request["module_path"])
-    try:
-        outputs = simulate(module_path, request, payload, request_dir)
-    except BaseException as error:
-        (request_dir / simulator._ERROR_FILE).write_text(describe_error(error, module_path))
-        raise
-    torch.save(outputs, request_dir / simulator._OUTPUTS_FILE)
-    return 0
-
-
-def simulate(
-    module_path: Path, request: dict[str, Any], payload: dict[str, Any], request_dir: Path
-) -> list:
     if request["load"] == "exec":
         module = _exec_text(module_path)
     else:
         module = _import_file(module_path)
     _configure_pypto(request["verify"])
     if "factory" in request:
-        return _launch_kernel(module, request, payload)
+        return {"outputs": _launch_kernel(module, request, payload), "form": None}
     if payload["goldens"] is not None:
         _set_goldens(request["kernel_inputs"], payload["goldens"])
     model = module.ModelNew(**payload["init_kwargs"])
@@ -76,8 +64,8 @@ def simulate(
         result = model(*payload["inputs"])
         interpret.finish_launches()  # launches in flight write the outputs when they end
     # The drop-in contract: what forward returned, and whether it wrote to its inputs (the
-    # request file maps afresh: the payload's own pages are private copies).
-    sent = torch.load(request_dir / simulator._TENSORS_FILE, weights_only=True, mmap=True)
+    # payload file maps afresh: the payload's own pages are private copies).
+    sent = torch.load(folder / calls.PAYLOAD_FILE, weights_only=True, mmap=True)
     changed = [
         index
         for index, (before, after) in enumerate(zip(sent["inputs"], payload["inputs"], strict=True))
@@ -89,10 +77,9 @@ def simulate(
         "changed_inputs": changed,
         "counters": step_counters(model),
     }
-    (request_dir / simulator._FORM_FILE).write_text(json.dumps(form))
     # training mode's new running statistics, as the problem's Model's are compared
     updated = [buffers[name].detach().clone() for name in payload["updated"]]
-    return [_compact(t.detach()) for t in _as_list(result)] + updated
+    return {"outputs": [_compact(t.detach()) for t in _as_list(result)] + updated, "form": form}
 
 
 def _launch_kernel(module: Any, request: dict[str, Any], payload: dict[str, Any]) -> list:
@@ -153,8 +140,9 @@ def _as_list(result: Any) -> list[torch.Tensor]:
     return list(result)
 
 
-def describe_error(error: BaseException, module_path: Path) -> str:
+def describe_error(error: BaseException, request: Mapping[str, Any]) -> str:
     """One line for the error plus, when known, the generated module's line that caused it."""
+    module_path = Path(request["module_path"])
     message = " ".join(_meaningful_lines(str(error)))
     headline = f"{type(error).__name__}: {message}" if message else type(error).__name__
     frame = _innermost_frame_in(error, module_path)
@@ -187,4 +175,4 @@ def _innermost_frame_in(error: BaseException, module_path: Path) -> traceback.Fr
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

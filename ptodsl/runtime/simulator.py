@@ -31,29 +31,17 @@ import torch
 from filelock import FileLock
 
 from ptodsl.ir import nodes as ir
-from ptodsl.runtime import settings
+from ptodsl.runtime import calls, settings
 from ptodsl.runtime.files import cache_dir, read_regular
 from ptodsl.runtime.scratch import make_scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
-from ptodsl.runtime.workers import (
-    SLAB_STALL,
-    WorkerStopped,
-    describe_exit,
-    log_lines,
-    memory_limit,
-    run_worker,
-)
+from ptodsl.runtime.workers import SLAB_STALL, WorkerStopped, describe_exit, log_lines
 
 VERIFY_LEVELS = ("none", "graph", "all")
 # The cost model counts cycles of a 1.8 GHz clock; pypto's own summary divides by 1800.
 CYCLES_PER_US = 1800
 
 _CALCULATOR_SO = Path("lib", "libtile_fwk_calculator.so")
-_REQUEST_FILE = "request.json"
-_TENSORS_FILE = "tensors.pt"
-_OUTPUTS_FILE = "outputs.pt"
-_ERROR_FILE = "error.txt"
-_FORM_FILE = "forward.json"  # what ModelNew.forward returned and which inputs it wrote
 _PYPTO_OUTPUT_DIR = "pypto_output"
 _LAUNCHES_DIR = "launches"  # the cost-model output of launches run in workers of their own
 _LOG_TAIL_LINES = 12
@@ -371,8 +359,7 @@ def _prepare(
     work_dir = make_scratch("sim")
     try:
         request = {"module_path": str(module_path), **request}
-        (work_dir / _REQUEST_FILE).write_text(json.dumps(request))
-        torch.save(payload, work_dir / _TENSORS_FILE)
+        calls.prepare(work_dir, request, payload)
     except BaseException:
         _dispose(work_dir)
         raise
@@ -396,10 +383,10 @@ class PreparedRun:
         work_dir = self.work_dir
         try:
             watch = None if self.on_launch is None else _launch_watch(work_dir, self.on_launch)
-            _run_worker(work_dir, self.module_path, self.timeout, self.request, watch)
+            answer = _run_worker(work_dir, self.module_path, self.timeout, self.request, watch)
             if watch is not None:  # the last launches may end between two polls
                 watch()
-            run = _read_results(work_dir, self.request["verify"])
+            run = _read_results(answer, self.request["verify"])
             if self.trace_dir is not None:
                 keep_traces(_cost_model_outputs(work_dir), self.trace_dir, self.trace_number)
             return run
@@ -431,31 +418,30 @@ def _run_worker(
     timeout: float,
     request: Mapping[str, Any],
     on_poll: Callable[[], None] | None = None,
-) -> None:
+) -> calls.Answer:
     launches = request.get("launches", 1)
     per_launch = None if launches == 1 else (timeout, request["in_flight"])
     try:
-        returncode = run_worker(
+        # pypto's tables are complete once the worker's C streams are flushed, as its fast
+        # exit does (checked against a normal exit: the same files, sizes and pass
+        # verdicts); _pass_results refuses a truncated one
+        answer = calls.call(
             "ptodsl.runtime._sim_worker",
             work_dir,
             # Each launch's worker has `timeout`; the model's worker as long as all of them
             # and one more for its own start, so that a launch's timeout is what ends it.
             timeout=timeout if per_launch is None else timeout * (launches + 1),
             env=_worker_environment(work_dir, per_launch),
-            memory_limit=memory_limit(),
             stall=SLAB_STALL,
             on_poll=on_poll,
-            # pypto's tables are complete once its C streams are flushed (checked against a
-            # normal exit: the same files, sizes and pass verdicts); _pass_results refuses
-            # a truncated one
-            exit_fast=True,
         )
     except WorkerStopped as error:
         raise SimulationError(
             f"simulating {module_path.name} {error}" + _log_excerpt(work_dir, with_tail=True)
         ) from None
-    if returncode != 0:
-        raise SimulationError(_describe_failure(work_dir, module_path, returncode))
+    if answer.status != 0:
+        raise SimulationError(_describe_failure(answer, module_path))
+    return answer
 
 
 # Errors only, but to stdout: they carry the reason behind "Run pass failed". pypto reads
@@ -512,13 +498,11 @@ def _write_noop_python(path: Path) -> None:
     path.chmod(0o755)
 
 
-def _describe_failure(work_dir: Path, module_path: Path, returncode: int) -> str:
-    error_file = work_dir / _ERROR_FILE
-    if error_file.exists():  # the worker caught a Python exception and described it
-        what = f"failed: {error_file.read_text().strip()}"
-        return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=False)
-    what = describe_exit(returncode)
-    return f"simulating {module_path.name} {what}" + _log_excerpt(work_dir, with_tail=True)
+def _describe_failure(answer: calls.Answer, module_path: Path) -> str:
+    said = answer.fault is not None  # the worker caught a Python exception and described it
+    what = f"failed: {answer.fault}" if said else describe_exit(answer.status)
+    excerpt = _log_excerpt(answer.folder, with_tail=not said)
+    return f"simulating {module_path.name} {what}{excerpt}"
 
 
 def _log_excerpt(work_dir: Path, *, with_tail: bool) -> str:
@@ -546,16 +530,15 @@ def _pypto_errors(log_lines: list[str]) -> list[str]:
     return errors
 
 
-def _read_results(work_dir: Path, verify: str) -> SimRun:
-    outputs_file = work_dir / _OUTPUTS_FILE
-    if not outputs_file.exists():
+def _read_results(answer: calls.Answer, verify: str) -> SimRun:
+    work_dir = answer.folder
+    if not answer.replied:
         raise SimulationError("the simulation worker exited without writing the model's outputs")
     runs = _cost_model_outputs(work_dir)
     if not runs:
         raise SimulationError("the model ran no kernel (pypto wrote no simulation output)")
-    outputs = torch.load(outputs_file, weights_only=True)
-    form_file = work_dir / _FORM_FILE
-    form = json.loads(form_file.read_text()) if form_file.exists() else {}
+    reply = answer.reply()
+    outputs, form = reply["outputs"], reply["form"] or {}
     return SimRun(
         outputs=outputs if verify != "none" else [],
         sim_time_us=sum(aicore_time_us(run / "_simulate.swim.json") for run in runs),
