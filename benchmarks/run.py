@@ -45,7 +45,7 @@ from ptodsl.frontend.diagnostics import Source
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.pipeline import Lowered, lower
-from ptodsl.runtime.fanout import Task, cluster_address, in_repository, run_tasks
+from ptodsl.runtime.executor import Task, cluster_address, in_repository, run_tasks
 from ptodsl.runtime.files import write_output
 from ptodsl.runtime.simulator import SimulationError
 from ptodsl.tools.tables import markdown_table

@@ -11,12 +11,12 @@ import torch
 
 import ptodsl
 from ptodsl.checking import check as checking
-from ptodsl.checking import coverage
 from ptodsl.checking.check import CheckTooBig, run_check
 from ptodsl.checking.coverage import check_pair
 from ptodsl.checking.error_bounds import element_bound
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
+from ptodsl.runtime import memory
 from ptodsl.tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,14 +40,14 @@ def test_the_estimate_grows_with_the_outputs_and_with_windows():
 
 
 def test_a_check_that_would_not_fit_is_refused_before_it_starts(monkeypatch):
-    monkeypatch.setattr(checking, "available_bytes", lambda: 2**20)
+    monkeypatch.setattr(memory, "budget", lambda: 2**20)
     compiled = ptodsl.compile(RELU_SPEC.read_text(encoding="utf-8"), RELU_SPEC.name)
     with pytest.raises(CheckTooBig, match=r"needs about 0\.\d GiB .* 0\.0 GiB are available"):
         run_check(compiled, against=RELU_PROBLEM)
 
 
 def test_the_cli_says_what_a_check_needs_and_fails(monkeypatch, capsys):
-    monkeypatch.setattr(checking, "available_bytes", lambda: 2**20)
+    monkeypatch.setattr(memory, "budget", lambda: 2**20)
     status = cli.main(["check", str(RELU_SPEC)])
     assert status == 1
     err = capsys.readouterr().err
@@ -57,8 +57,7 @@ def test_the_cli_says_what_a_check_needs_and_fails(monkeypatch, capsys):
 
 def test_coverage_checks_the_largest_halving_that_fits_and_says_so(monkeypatch):
     full, half = needed(RELU_SPEC), needed(RELU_SPEC, {"batch_size": 8, "dim": 8192})
-    for module in (checking, coverage):
-        monkeypatch.setattr(module, "available_bytes", lambda: (full + half) / 2)
+    monkeypatch.setattr(memory, "budget", lambda: (full + half) / 2)
     row = check_pair(RELU_SPEC, RELU_PROBLEM)
     assert row.verdict == "PASS"
     assert row.note.startswith("checked at batch_size=8, dim=8192")

@@ -15,6 +15,7 @@ import ptodsl
 from ptodsl.checking.check import compare, problem_case
 from ptodsl.checking.draws import seeded_draw
 from ptodsl.emission.codegen import emit_kernelbench
+from ptodsl.runtime import memory
 from ptodsl.runtime.interpret import CostOnly, _Launches, overlaps
 from ptodsl.runtime.simulator import SimRun, SimulationError
 
@@ -167,6 +168,25 @@ def test_launches_in_flight_run_at_once():
         launches.start(StandIn([torch.full((2, 8), value)], wait=both.wait), (rows,), 2)
     assert len(launches.running) == 2
     launches.finish_all()
+    assert torch.equal(y, torch.cat([torch.ones(2, 8), torch.full((2, 8), 2.0)]))
+
+
+def test_launches_in_flight_start_only_while_their_memory_fits_together(monkeypatch):
+    """Two launches may run at once, but their estimates do not fit beside each other: the
+    second starts when the first has ended (the executor's memory gate, as for checks)."""
+    monkeypatch.setattr(memory, "budget", lambda: 10 * memory.GIB)
+    launches = _Launches()
+    y = torch.zeros(4, 8)
+    gate = threading.Event()
+    first = StandIn([torch.ones(2, 8)], wait=lambda: gate.wait(10))
+    second = StandIn([torch.full((2, 8), 2.0)])
+    launches.start(first, (y[:2],), 2, 6 * memory.GIB)
+    launches.start(second, (y[2:],), 2, 6 * memory.GIB)
+    assert first.began.wait(10)
+    assert not second.began.wait(1.0)
+    gate.set()
+    launches.finish_all()
+    assert second.began.is_set()
     assert torch.equal(y, torch.cat([torch.ones(2, 8), torch.full((2, 8), 2.0)]))
 
 

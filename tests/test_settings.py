@@ -54,6 +54,7 @@ def test_the_settings_read_what_the_environment_says(tmp_path):
             "PTODSL_TRACE": str(tmp_path / "trace"),
             "PTODSL_LAUNCH_TIMEOUT": "12.5",
             "PTODSL_LAUNCHES_IN_FLIGHT": "3",
+            "PTODSL_LAUNCH_MEMORY": "1073741824",
             "PTODSL_KEEP_SIM_DIR": "1",
             "DASK_SCHEDULER_ADDRESS": "tcp://10.0.0.1:8786",
         }
@@ -66,6 +67,7 @@ def test_the_settings_read_what_the_environment_says(tmp_path):
         trace_dir=tmp_path / "trace",
         launch_timeout=12.5,
         launches_in_flight=3,
+        launch_memory=float(1 << 30),
         keep_sim_dir=True,
         worker_parent=None,
     )
@@ -82,7 +84,9 @@ def test_no_other_module_reads_the_environment():
     """Modules pass the environment on to workers, and set what a worker reads; reading a
     variable is this one's (the generated module's own two are its own)."""
     readers = []
-    for module in sorted((ROOT / "ptodsl").glob("*.py")):
+    modules = sorted((ROOT / "ptodsl").rglob("*.py"))
+    assert len(modules) > 40  # every layer's folder
+    for module in modules:
         text = module.read_text(encoding="utf-8")
         if module.name not in ("settings.py", "codegen.py") and (
             "environ.get(" in text or "getenv(" in text or 'environ["PTODSL' in text

@@ -16,14 +16,14 @@ import pytest
 from conftest import ROOT
 from processes import wait_until_gone
 
-from ptodsl.runtime import workers
+from ptodsl.runtime import memory, workers
 from ptodsl.runtime.files import cache_dir
 from ptodsl.runtime.workers import Stall, WorkerOverMemory, WorkerStalled, WorkerTimeout, run_worker
 
 # A worker module of our own: it does what its request file says.
 FAKE_WORKER = """import json, os, signal, sys, time
 from pathlib import Path
-from ptodsl.runtime import workers
+from ptodsl.runtime import memory, workers
 work = Path(sys.argv[1])
 request = (work / "request.txt").read_text()
 if request == "describe":
@@ -299,7 +299,7 @@ def test_a_worker_past_its_time_is_killed(fake):
 
 def test_the_memory_of_a_process_tree_counts_a_child_in_a_session_of_its_own():
     """A worker's memory cap counted its process group, which a `setsid` child leaves."""
-    alone = workers.tree_resident_bytes(os.getpid())
+    alone = memory.tree_resident_bytes(os.getpid())
     assert alone > 10 << 20  # this pytest at least
     hog = "b = bytearray(300 << 20); print(flush=True); import time; time.sleep(60)"
     child = subprocess.Popen(
@@ -307,7 +307,7 @@ def test_the_memory_of_a_process_tree_counts_a_child_in_a_session_of_its_own():
     )
     try:
         child.stdout.readline()  # its 300 MiB are written
-        assert workers.tree_resident_bytes(os.getpid()) > alone + (250 << 20)
+        assert memory.tree_resident_bytes(os.getpid()) > alone + (250 << 20)
     finally:
         child.kill()
         child.wait()

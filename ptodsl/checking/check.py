@@ -44,13 +44,12 @@ from ptodsl.checking.problems import ProblemError, ProblemRun, Resize, run_probl
 from ptodsl.frontend.diagnostics import Source
 from ptodsl.ir import modules, sim_memory
 from ptodsl.ir import nodes as ir
-from ptodsl.ir.forward import Forward
 from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.passes.launches import samples_part
+from ptodsl.runtime import memory
 from ptodsl.runtime.scratch import scratch as scratch_folder
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.runtime.simulator import PassResult, SimRun, run_model
-from ptodsl.runtime.workers import available_bytes, memory_limit
 from ptodsl.tools.progress import Progress
 from ptodsl.tools.serialise import to_json, with_properties
 from ptodsl.tools.tables import aligned_lines
@@ -976,9 +975,8 @@ def _run_check_in_mode(
 ) -> CheckReport:
     """`run_check` of the mode `compiled` is lowered for."""
     needed = sim_memory.check_bytes(compiled.lowered.checked, compiled.program)
-    available = available_bytes()
-    if needed > available:
-        raise CheckTooBig(needed, available)
+    if not memory.fits(needed):
+        raise CheckTooBig(needed, memory.budget())
     checked = compiled.lowered.checked
     candidates = draws(seed)
     golden = (
@@ -1103,7 +1101,9 @@ class _DrawRunner:
         goldens = _goldens(case, compiled) if verify == "all" and single else None
         per_launch = verify == "graph" and sim_memory.worker_per_launch(program)
         launches = program.launch_count if per_launch else 1
-        in_flight = launches_in_flight(program, self.launch_jobs) if per_launch else 1
+        # launches in flight are admitted by their estimates in the model's worker
+        in_flight = min(self.launch_jobs, program.launch_count) if per_launch else 1
+        launch_memory = max(map(sim_memory.verification_bytes, program.kernels))
         on_launch = None
         if progress is not None and not self.judged:
             on_launch = _launch_steps(progress, compiled)
@@ -1118,6 +1118,7 @@ class _DrawRunner:
             timeout=self.timeout,
             launches=launches,
             launches_in_flight=in_flight,
+            launch_memory=launch_memory,
             on_launch=on_launch,
             mode=checked.mode,
             forward_seed=case.draw.data_seed,
@@ -1365,8 +1366,9 @@ def explain_constant(compiled: Compiled, cases: list[Case]) -> tuple[str, ...]:
 
 @attrs.frozen
 class CheckJob:
-    """One spec's check as a fan-out job carries it (`ptodsl.runtime.fanout`): the text and the plan
-    chosen where the command ran (a cluster worker has no tuning cache of ours)."""
+    """One spec's check as an executor's task carries it (`ptodsl.runtime.executor`): the
+    text and the plan chosen where the command ran (a cluster worker has no tuning cache of
+    ours)."""
 
     source: Source
     dims: Mapping[str, int]
@@ -1394,14 +1396,6 @@ def check_job(job: CheckJob) -> CheckReport | str:
         return f"the kernel did not run\n{error}"
     except ValueError as error:  # CheckTooBig among them
         return str(error)
-
-
-def launches_in_flight(program: Forward, jobs: int) -> int:
-    """How many of `program`'s launches run at once, each in a worker of its own: at most
-    `jobs`, as many as the memory available now holds at the largest launch's estimate."""
-    largest = max(map(sim_memory.verification_bytes, program.kernels))
-    fit = int(memory_limit() // largest)
-    return max(1, min(jobs, fit, program.launch_count))
 
 
 def check_steps(compiled: Compiled) -> int:

@@ -32,10 +32,10 @@ from ptodsl.frontend.diagnostics import SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.ir.target import PYPTO_0_2_0
-from ptodsl.runtime.fanout import Task, launch_jobs, run_tasks
+from ptodsl.runtime import memory
+from ptodsl.runtime.executor import Task, launch_jobs, run_tasks
 from ptodsl.runtime.scratch import scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
-from ptodsl.runtime.workers import available_bytes
 from ptodsl.tools.serialise import to_json
 from ptodsl.tools.tables import markdown_table
 from ptodsl.tools.tuning_cache import cached_tuning
@@ -280,7 +280,7 @@ def _within_memory(text: str, name: str, problem: Path, compiled, timeout: float
     and that check's report."""
     for dims, smaller in _smaller_shapes(text, name, compiled):
         needed = sim_memory.check_bytes(smaller.lowered.checked, smaller.program)
-        if needed <= available_bytes():
+        if memory.fits(needed):
             return dims, _check_scaled(problem, compiled, smaller, dims, timeout)
     raise ValueError("no shape of this problem fits in the memory available for a check")
 
@@ -308,7 +308,7 @@ def run_coverage(
     a spec, or whose number several specs share, says so in its row. `progress(done, total,
     row)` hears of each row as it is made, and `progress(0, total, None)` before the first.
     The checks run `jobs` at a time here, or on the Dask cluster at `cluster`
-    (`ptodsl.runtime.fanout`); the rows are the same, in the same order, either way. `scaled`:
+    (`ptodsl.runtime.executor`); the rows are the same, in the same order, either way. `scaled`:
     per spec stem, the problem constants it is checked at (`read_scaled`); a spec without
     an entry is checked at its full shape. `constants` (`--set`) are set in every problem,
     over what `scaled` sets."""
@@ -385,9 +385,7 @@ def _check_memory(text: str, name: str) -> float:
         compiled = compile_spec(text, name=name)
     except SpecError:
         return sim_memory.BASE_BYTES  # the row is a spec error, found in no time
-    return min(
-        sim_memory.check_bytes(compiled.lowered.checked, compiled.program), available_bytes()
-    )
+    return min(sim_memory.check_bytes(compiled.lowered.checked, compiled.program), memory.budget())
 
 
 def _failed_task(task: Task[Row], error: BaseException) -> Row:

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import torch
 
-from ptodsl.runtime import workers
+from ptodsl.runtime import memory, workers
 
 REQUEST_FILE = "request.json"
 PAYLOAD_FILE = "payload.pt"
@@ -75,7 +75,7 @@ def call(
         folder,
         timeout=timeout,
         env=env,
-        memory_limit=workers.memory_limit(),
+        memory_limit=memory.budget(),
         stall=stall,
         on_poll=on_poll,
         exit_fast=True,

@@ -29,7 +29,7 @@ import linecache
 import sys
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,10 @@ import attrs
 import torch
 
 from ptodsl.runtime import settings
+from ptodsl.runtime.executor import LocalExecutor, Task
 from ptodsl.runtime.files import require_writable
 from ptodsl.runtime.scratch import scratch_prefix
 from ptodsl.runtime.simulator import PreparedRun, SimRun, prepare_kernel
-from ptodsl.runtime.workers import stop_all_workers
 
 MODES = {"interpret": "graph", "cost": "none"}  # PTODSL_SIM -> pypto verification level
 
@@ -86,7 +86,7 @@ def launch(
     )
     written = tuple(tensors[-outputs:])
     if in_flight > 1:
-        _LAUNCHES.start(prepared, written, in_flight)
+        _LAUNCHES.start(prepared, written, in_flight, asked.launch_memory)
         return
     run = prepared.run()
     if mode == "cost":
@@ -167,7 +167,7 @@ class _Launches:
     folder: tempfile.TemporaryDirectory | None = None
     traces: dict[Path, int] = attrs.Factory(dict)
     running: list[_Running] = attrs.Factory(list)
-    pool: ThreadPoolExecutor | None = None
+    executor: LocalExecutor | None = None
 
     def module(self, source: str, factory: str) -> Path:
         """The module's text as a file that lives as long as this process."""
@@ -204,10 +204,18 @@ class _Launches:
             ended, _ = wait([running.run for running in self.running], return_when=FIRST_COMPLETED)
             self.finish(next(running for running in self.running if running.run in ended))
 
-    def start(self, prepared: PreparedRun, writes: tuple[torch.Tensor, ...], in_flight: int):
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="ptodsl-launch")
-        self.running.append(_Running(self.pool.submit(prepared.run), writes))
+    def start(
+        self,
+        prepared: PreparedRun,
+        writes: tuple[torch.Tensor, ...],
+        in_flight: int,
+        memory: float = 0.0,
+    ) -> None:
+        """Runs the launch beside the others, once its `memory` estimate fits beside theirs."""
+        if self.executor is None:
+            self.executor = LocalExecutor(in_flight)
+        task = Task(prepared.run, (), memory, "launch")
+        self.running.append(_Running(self.executor.submit(task), writes))
 
     def finish_all(self) -> None:
         while self.running:
@@ -220,7 +228,9 @@ class _Launches:
         try:
             run = running.run.result()
         except BaseException:
-            stop_all_workers()
+            if self.executor is not None:  # the others are stopped, their workers too
+                self.executor.stop()
+                self.executor = None
             self.running.clear()
             raise
         _write(run, running.writes)

@@ -29,6 +29,7 @@ VARIABLES = (
     "PTODSL_TRACE",
     "PTODSL_LAUNCH_TIMEOUT",
     IN_FLIGHT_VARIABLE,
+    "PTODSL_LAUNCH_MEMORY",
     "PTODSL_KEEP_SIM_DIR",
     PARENT_VARIABLE,
 )
@@ -53,6 +54,8 @@ class Settings:
     trace_dir: PTODSL_TRACE, where each interpreted launch's cost-model output is kept.
     launch_timeout: PTODSL_LAUNCH_TIMEOUT, seconds each launch's worker may run.
     launches_in_flight: PTODSL_LAUNCHES_IN_FLIGHT, launches that may run at once.
+    launch_memory: PTODSL_LAUNCH_MEMORY, each launch's estimated memory in bytes: launches
+        in flight start while their estimates fit together (0: not estimated).
     keep_sim_dir: PTODSL_KEEP_SIM_DIR=1 keeps a simulation's folder (for debugging).
     worker_parent: PTODSL_WORKER_PARENT, the process a worker's watchdog watches.
     """
@@ -64,6 +67,7 @@ class Settings:
     trace_dir: Path | None
     launch_timeout: float
     launches_in_flight: int
+    launch_memory: float
     keep_sim_dir: bool
     worker_parent: int | None
 
@@ -93,6 +97,7 @@ def from_environment(environ: Mapping[str, str]) -> Settings:
         trace_dir=Path(trace) if trace else None,
         launch_timeout=_seconds(environ, "PTODSL_LAUNCH_TIMEOUT", DEFAULT_TIMEOUT_S),
         launches_in_flight=_count(environ, IN_FLIGHT_VARIABLE, 1),
+        launch_memory=_bytes(environ, "PTODSL_LAUNCH_MEMORY"),
         keep_sim_dir=environ.get("PTODSL_KEEP_SIM_DIR") == "1",
         worker_parent=_pid(environ, PARENT_VARIABLE),
     )
@@ -118,6 +123,15 @@ def _count(environ: Mapping[str, str], variable: str, default: int) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise SettingError(f"{variable}={text!r}: a number of launches, at least 1")
     return int(text)
+
+
+def _bytes(environ: Mapping[str, str], variable: str) -> float:
+    text = environ.get(variable)
+    if text is None:
+        return 0.0
+    if not (text.isascii() and text.isdigit()):
+        raise SettingError(f"{variable}={text!r}: a number of bytes")
+    return float(text)
 
 
 def _pid(environ: Mapping[str, str], variable: str) -> int | None:

@@ -253,6 +253,7 @@ def run_model(
     trace_dir: Path | None = None,
     launches: int = 1,
     launches_in_flight: int = 1,
+    launch_memory: float = 0.0,
     on_launch: Callable[[int], None] | None = None,
     mode: ir.Mode | None = None,
     forward_seed: int | None = None,
@@ -275,7 +276,8 @@ def run_model(
     worker of its own (the interpreter's), limited by `timeout`, so that pypto's
     verification memory, which grows launch after launch in one process, is freed between
     launches (graph verification only: per-pass goldens are the first launch's).
-    launches_in_flight: how many of those workers may run at once.
+    launches_in_flight: how many of those workers may run at once, if their memory
+    estimates (`launch_memory` bytes each) fit together in the memory available.
     on_launch: called about every second while the model runs, with the number of its
     launches simulated so far (progress reports).
     mode: the module mode forward runs in (None: training, torch's default);
@@ -290,6 +292,7 @@ def run_model(
         "verify": verify,
         "launches": launches,
         "in_flight": launches_in_flight,
+        "launch_memory": launch_memory,
         "kernel_inputs": len(inputs) if kernel_inputs is None else kernel_inputs,
         "load": load,
     }
@@ -420,7 +423,9 @@ def _run_worker(
     on_poll: Callable[[], None] | None = None,
 ) -> calls.Answer:
     launches = request.get("launches", 1)
-    per_launch = None if launches == 1 else (timeout, request["in_flight"])
+    per_launch = None
+    if launches > 1:
+        per_launch = LaunchWorkers(timeout, request["in_flight"], request["launch_memory"])
     try:
         # pypto's tables are complete once the worker's C streams are flushed, as its fast
         # exit does (checked against a normal exit: the same files, sizes and pass
@@ -449,10 +454,19 @@ def _run_worker(
 PYPTO_LOG_ENVIRONMENT = {"ASCEND_SLOG_PRINT_TO_STDOUT": "1", "ASCEND_GLOBAL_LOG_LEVEL": "3"}
 
 
-def _worker_environment(work_dir: Path, per_launch: tuple[float, int] | None) -> dict[str, str]:
-    """The worker's environment; with `per_launch` (each launch's timeout, and how many run
-    at once), the generated module's launches go to the interpreter, a worker each, whose
-    cost-model output is kept in _LAUNCHES_DIR."""
+@attrs.frozen
+class LaunchWorkers:
+    """A model's launches in workers of their own: each one's timeout, how many may run at
+    once, and each one's memory estimate (for the executor's admission)."""
+
+    timeout: float
+    in_flight: int
+    memory: float
+
+
+def _worker_environment(work_dir: Path, per_launch: LaunchWorkers | None) -> dict[str, str]:
+    """The worker's environment; with `per_launch`, the generated module's launches go to
+    the interpreter, a worker each, whose cost-model output is kept in _LAUNCHES_DIR."""
     stub_bin = work_dir / "bin"
     stub_bin.mkdir()
     _write_noop_python(stub_bin / "python3")
@@ -479,13 +493,13 @@ def _worker_environment(work_dir: Path, per_launch: tuple[float, int] | None) ->
         }
     )
     if per_launch is not None:
-        launch_timeout, in_flight = per_launch
         env.update(
             {
                 "PTODSL_SIM": "interpret",
                 "PTODSL_TRACE": str(work_dir / _LAUNCHES_DIR),
-                "PTODSL_LAUNCH_TIMEOUT": str(launch_timeout),
-                "PTODSL_LAUNCHES_IN_FLIGHT": str(in_flight),
+                "PTODSL_LAUNCH_TIMEOUT": str(per_launch.timeout),
+                "PTODSL_LAUNCHES_IN_FLIGHT": str(per_launch.in_flight),
+                "PTODSL_LAUNCH_MEMORY": str(int(per_launch.memory)),
             }
         )
     return env

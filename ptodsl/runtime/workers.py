@@ -27,12 +27,10 @@ from pathlib import Path
 import attrs
 import psutil
 
-from ptodsl.runtime import settings
+from ptodsl.runtime import memory, settings
+from ptodsl.runtime.memory import GIB
 
 LOG_FILE = "worker.log"
-GIB = 1 << 30
-# What a worker leaves the rest of the machine of the memory available when it starts.
-MEMORY_MARGIN = GIB // 2
 
 
 class WorkerStopped(RuntimeError):
@@ -344,7 +342,7 @@ def _reason_to_stop(
     if time.monotonic() - started > timeout:
         return WorkerTimeout(f"did not finish within {timeout:g} s")
     if memory_limit is not None:
-        used = tree_resident_bytes(worker.pid)
+        used = memory.tree_resident_bytes(worker.pid)
         if used > memory_limit:
             return WorkerOverMemory(
                 f"used {used / GIB:.1f} GiB, more than the {memory_limit / GIB:.1f} GiB it was "
@@ -356,33 +354,6 @@ def _reason_to_stop(
         if idle > stall.seconds and stall.marker in _last_line(log):
             return WorkerStalled(f"stopped: {stall.meaning} for {idle:.0f} s")
     return None
-
-
-def tree_resident_bytes(pid: int) -> int:
-    """The memory of process `pid` and all its descendants (a `setsid` grandchild included:
-    a worker is their subreaper): the sum of their proportional set sizes, so pages shared
-    between them, as after a fork, count once (0 for a process that cannot be read)."""
-    try:
-        root = psutil.Process(pid)
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for process in tree:
-        with contextlib.suppress(psutil.Error):
-            total += process.memory_full_info().pss
-    return total
-
-
-def available_bytes() -> float:
-    """What this machine can give a check or a worker now (MemAvailable)."""
-    return float(psutil.virtual_memory().available)
-
-
-def memory_limit() -> float:
-    """What a worker starting now may use: the memory available less a margin for the rest
-    of the machine."""
-    return available_bytes() - MEMORY_MARGIN
 
 
 def _last_line(log: Path) -> str:

@@ -31,7 +31,7 @@ from ptodsl.ir.nodes import format_kernel
 from ptodsl.ir.plan import format_plan
 from ptodsl.pipeline import PASS_NAMES
 from ptodsl.runtime import settings
-from ptodsl.runtime.fanout import REPOSITORY, ClusterError, cluster_address
+from ptodsl.runtime.executor import REPOSITORY, ClusterError, cluster_address
 from ptodsl.runtime.files import (
     OutputRefused,
     UnusableFolder,
@@ -148,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    # The simulator jobs of tune, check and coverage side by side (ptodsl.runtime.fanout).
+    # The simulator jobs of tune, check and coverage side by side (ptodsl.runtime.executor).
     fanout = argparse.ArgumentParser(add_help=False)
     spread = fanout.add_mutually_exclusive_group()
     spread.add_argument(
@@ -585,7 +585,7 @@ def _check_side_by_side(args: argparse.Namespace) -> int:
     """Several specs (or one on a cluster): a check job each, their reports in the order the
     specs were given; a job whose kernel did not run is a failing entry, not a lost run."""
     from ptodsl.checking.check import CheckJob, check_job, format_report
-    from ptodsl.runtime.fanout import Task, launch_jobs, run_tasks
+    from ptodsl.runtime.executor import Task, launch_jobs, run_tasks
 
     if args.kernel is not None or args.against is not None or args.set:
         raise UsageError(

@@ -24,7 +24,7 @@ from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.ir.target import PYPTO_0_2_0, Target
 from ptodsl.pipeline import Lowered
-from ptodsl.runtime.fanout import Task, run_tasks
+from ptodsl.runtime.executor import Task, run_tasks
 from ptodsl.runtime.scratch import scratch as scratch_folder
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tools.serialise import to_json
@@ -195,7 +195,7 @@ def tune(
     off the fastest plan is recorded beside the cache, never where compile reads.
     `progress(done, total, measured)` hears of each plan measured, and `progress(0, total,
     None)` before the first. The plans are measured `jobs` at a time here, or on the Dask
-    cluster at `cluster` (`ptodsl.runtime.fanout`): the cost model is deterministic, so the result
+    cluster at `cluster` (`ptodsl.runtime.executor`): the cost model is deterministic, so the result
     is the same either way."""
     plans = candidates(source, dims, target)[: max(1, budget)]
     progress(0, len(plans), None)

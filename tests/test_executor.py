@@ -1,7 +1,7 @@
-"""Scale-out (ptodsl.runtime.fanout): jobs side by side on this machine within its memory, and on a
-Dask cluster, give the serial run's results in its order; a killed cluster worker loses no
-row. The cluster is a real one (distributed's LocalCluster: a scheduler and two worker
-processes) running real checks in pypto SIM."""
+"""The executor (ptodsl.runtime.executor): jobs side by side on this machine within its
+memory, and on a Dask cluster, give the serial run's results in its order; a killed
+cluster worker loses no row. The cluster is a real one (distributed's LocalCluster: a
+scheduler and two worker processes) running real checks in pypto SIM."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from processes import wait_until_gone
 
 from ptodsl.checking.coverage import run_coverage
 from ptodsl.frontend.diagnostics import Source
-from ptodsl.runtime import fanout
-from ptodsl.runtime.fanout import Task, run_tasks
+from ptodsl.runtime import executor, memory
+from ptodsl.runtime.executor import Task, run_tasks
 from ptodsl.tools.tuning import tune
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench"
@@ -56,7 +56,7 @@ def failed(task: Task, error: BaseException) -> str:
 @pytest.fixture
 def budget(monkeypatch):
     """This machine has 10 GiB for jobs, whatever it really has."""
-    monkeypatch.setattr(fanout, "memory_limit", lambda: 10 * GIB)
+    monkeypatch.setattr(memory, "budget", lambda: 10 * GIB)
     OVERLAPS.clear()
 
 
@@ -98,8 +98,8 @@ def test_a_worker_ends_when_its_parent_dies(tmp_path):
     pid_file = tmp_path / "child.pid"
     parent = (
         "import subprocess, sys, os\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'from ptodsl.runtime import workers; import time; "
-        "workers.exit_with_parent(); time.sleep(60)'], "
+        "child = subprocess.Popen([sys.executable, '-c', 'from ptodsl.runtime import workers; "
+        "import time; workers.exit_with_parent(); time.sleep(60)'], "
         "env={**os.environ, 'PTODSL_WORKER_PARENT': str(os.getpid())})\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "os._exit(0)\n"
@@ -130,7 +130,7 @@ def cluster():
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            resources={fanout.MEMORY_RESOURCE: 8 * GIB},
+            resources={executor.MEMORY_RESOURCE: 8 * GIB},
             dashboard_address=":0",  # any free port: two test processes may each start one
         ) as local,
         distributed.Client(local.scheduler_address) as client,
@@ -187,8 +187,8 @@ def test_tune_side_by_side_and_on_a_cluster_measures_what_a_serial_run_does(clus
 def test_an_unreachable_cluster_is_an_error_not_a_hang(monkeypatch):
     tasks = [Task(sleeper, ("a", 0.0), GIB, "a")]
     pytest.importorskip("distributed", reason="ptodsl[cluster] is not installed")
-    monkeypatch.setattr(fanout, "CLUSTER_WORKERS_TIMEOUT_S", 2)  # not a minute of CI
-    with pytest.raises(fanout.ClusterError, match="cannot reach the Dask scheduler"):
+    monkeypatch.setattr(executor, "CLUSTER_WORKERS_TIMEOUT_S", 2)  # not a minute of CI
+    with pytest.raises(executor.ClusterError, match="cannot reach the Dask scheduler"):
         run_tasks(tasks, failed=failed, cluster="tcp://127.0.0.1:9")
 
 
@@ -198,7 +198,7 @@ def test_a_cluster_without_workers_is_waited_for_no_longer_than_the_timeout():
     tasks = [Task(sleeper, ("a", 0.0), GIB, "a")]
     with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty:
         started = time.monotonic()
-        with pytest.raises(fanout.ClusterError, match="has no workers after 2 s"):
+        with pytest.raises(executor.ClusterError, match="has no workers after 2 s"):
             run_tasks(tasks, failed=failed, cluster=empty.scheduler_address, timeout=2)
         assert time.monotonic() - started < 30
 
@@ -243,7 +243,7 @@ def test_a_simulation_runs_on_one_thread_wherever_it_runs(tmp_path, monkeypatch)
     [(4, 1, None, 4), (4, 2, None, 2), (2, 3, None, 1), (4, 1, "tcp://scheduler:8786", 1)],
 )
 def test_a_check_runs_the_jobs_its_tasks_leave_free_as_launches(jobs, tasks, cluster, launches):
-    assert fanout.launch_jobs(jobs, tasks, cluster) == launches
+    assert executor.launch_jobs(jobs, tasks, cluster) == launches
 
 
 @pytest.mark.parametrize("only, launches", [([19], 2), ([19, 20], 1)])
