@@ -66,4 +66,4 @@ def test_a_fault_the_worker_knows_is_said_in_its_words(echo):
 def test_a_workers_own_bug_crashes_it_with_nothing_said(echo):
     answer = echo("break")
     assert answer.status == 1 and answer.fault is None and not answer.replied
-    assert "KeyError: \"a bug of the worker's own\"" in (answer.folder / "worker.log").read_text()
+    assert 'KeyError: "a bug of the worker\'s own"' in (answer.folder / "worker.log").read_text()

@@ -82,8 +82,23 @@ def make_read_only(path: Path) -> Path:
     return path
 
 
+def make_link_loop(path: Path) -> Path:
+    path.symlink_to(path.with_name("other"))
+    path.with_name("other").symlink_to(path)
+    return path
+
+
+def make_dangling_link(path: Path) -> Path:
+    path.symlink_to(path.with_name("missing") / "target.py")
+    return path
+
+
 REFUSED_OUTPUTS = {
     "a FIFO": (make_fifo, "is a FIFO, not a regular file"),
+    # an internal error (exit 3) from Path.resolve
+    "a link loop": (make_link_loop, "is a symbolic link in a loop"),
+    # its target was created, where GNU cp refuses
+    "a dangling link": (make_dangling_link, "which does not exist"),
     "a folder": (lambda path: path.mkdir() or path, "is a folder, not a regular file"),
     "a read-only file": (make_read_only, "is read-only"),
 }
@@ -105,7 +120,8 @@ def test_output_refuses_what_it_does_not_own(tmp_path, case):
         before.st_ino,
         before.st_mtime_ns,
     )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no temporary files left"
+    left = {"out", "other"} if case == "a link loop" else {"out"}
+    assert {p.name for p in tmp_path.iterdir()} == left, "no temporary files left"
 
 
 def test_output_paths_that_cannot_be_written_are_one_line_errors(tmp_path):
@@ -115,6 +131,8 @@ def test_output_paths_that_cannot_be_written_are_one_line_errors(tmp_path):
         result = ptodsl("compile", spec, "-o", path)
         assert result.returncode == 1, (path, result.stderr)
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    # it said ". is a folder"
+    assert "an empty path names no file" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elu.pto"]
 
 
@@ -166,6 +184,15 @@ USAGE_ERRORS = {
     "cluster_without_address": (
         ("check", ELU, "--cluster"),
         "--cluster: give the scheduler's address, or set DASK_SCHEDULER_ADDRESS",
+    ),
+    # int() reads full-width digits as 16: a size or seed is written in ASCII digits
+    "dim_in_full_width_digits": (
+        ("compile", ELU, "--dim", "N=\uff11\uff16"),
+        "expected NAME=SIZE (SIZE in digits 0-9)",
+    ),
+    "seed_in_full_width_digits": (
+        ("check", ELU, "--seed", "\uff17"),
+        "is not an integer in digits 0-9",
     ),
     "several_specs_with_kernel": (
         ("check", ELU, ELU, "--kernel", ELU),
@@ -399,6 +426,20 @@ def test_control_characters_never_reach_the_terminal(tmp_path):
     assert header.startswith(str(spec).replace("\n", "\u240a") + ":5:9: error:")
     assert line.endswith("y = x + \u241b[31m\u2407\u2400")
     assert carets.index("^") == line.index("\u241b")
+
+
+def test_bidi_and_c1_controls_never_reach_the_terminal(tmp_path):
+    """A right-to-left override (U+202E), an isolate and a C1 CSI (0x9b) in a spec are shown
+    as the replacement character, one column each: a terminal neither reorders the line nor
+    runs a command (they were echoed raw)."""
+    spec = tmp_path / "k.pto"
+    spec.write_text(SMALL_SPEC.format(tail="\u202e\u2066\x9b1.0"), encoding="utf-8")
+    result = ptodsl("compile", spec)
+    assert result.returncode == 1
+    assert not set("\u202e\u2066\x9b") & set(result.stderr)
+    _, _, _, line, carets = result.stderr.splitlines()[:5]
+    assert line.endswith("y = x + \ufffd\ufffd\ufffd1.0")
+    assert carets.index("^") == line.index("\ufffd")
 
 
 def test_a_spec_file_is_read_with_a_bound(tmp_path):

@@ -64,6 +64,14 @@ BAD_ENTRIES = {
     "a record not an object": "[1, 2]",
     "truncated JSON": '{"tuning": {"tile_elements": 40',
     "deeply nested JSON": "[" * 100000 + "]" * 100000,
+    # type-valid, but no plan tune makes: they were stamped "Tuned"
+    "a one-element tile": json_of({"tile_elements": 1}),
+    "a 10^21-element tile": json_of({"tile_elements": 10**21}),
+    "a 4-byte last axis": json_of({"last_axis_tile": 1}),
+    "10^26 loop iterations": json_of({"loop_count": 10**26}),
+    "a plan slower than the default": lambda record: json.dumps(
+        {**record, "sim_time_us": 42.0, "default_sim_time_us": 1.0}
+    ),
 }
 
 
@@ -109,6 +117,19 @@ def cli(*args, env) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ptodsl", *map(str, args)], capture_output=True, text=True, env=env
     )
+
+
+def test_tune_list_shows_an_entrys_control_characters_as_pictures(tmp_path, monkeypatch):
+    """An entry's spec and dims are whatever its file says: ESC and BEL (which set the
+    terminal's title, clear the screen) are printed as ␛ and ␇ (they were printed raw)."""
+    folder = tmp_path / "tuning"
+    monkeypatch.setenv("PTODSL_TUNING_DIR", str(folder))
+    record = {"tuning": {}, "spec": "\x1b]0;owned\x07\x1b[2J", "dims": {"n\x1b": 1}}
+    tuning_cache.store_record(SPEC, None, PYPTO_0_2_0, record, True)
+    listed = cli("tune", "--list", env={**os.environ, "PTODSL_TUNING_DIR": str(folder)})
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "\u241b]0;owned\u2407\u241b[2J" in listed.stdout
 
 
 def test_tune_lists_and_clears_only_its_own_entries(tmp_path, monkeypatch):

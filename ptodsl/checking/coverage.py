@@ -27,13 +27,14 @@ from pathlib import Path
 import attrs
 
 from ptodsl.api import compile as compile_spec
-from ptodsl.checking.problems import ProblemError, Resize, parse_setting
-from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.checking.problems import MAX_PROBLEM_BYTES, ProblemError, Resize, parse_setting
+from ptodsl.frontend.diagnostics import MAX_SPEC_BYTES, SpecError, visible
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.ir.target import PYPTO_0_2_0
 from ptodsl.runtime import memory
 from ptodsl.runtime.executor import Task, launch_jobs, run_tasks
+from ptodsl.runtime.files import read_regular
 from ptodsl.runtime.scratch import scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tools.serialise import to_json
@@ -109,12 +110,25 @@ def check_pair(
     return check_texts(_pair(spec, problem, settings), timeout)
 
 
+class UnreadableInput(ValueError):
+    """A spec or problem file coverage cannot take: not a regular file, too large, not
+    UTF-8, unreadable."""
+
+
 def _pair(spec: Path, problem: Path, settings: Settings | None = None) -> Pair:
-    text = spec.read_text(encoding="utf-8")
+    try:
+        spec_bytes = read_regular(spec, MAX_SPEC_BYTES)
+        problem_bytes = read_regular(problem, MAX_PROBLEM_BYTES)
+    except OSError as error:
+        raise UnreadableInput(visible(str(error))) from None
+    try:
+        text = spec_bytes.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableInput(f"{visible(str(spec))} is not UTF-8 text") from None
     # the plan compile would use here; a scaled check's dims are known once the problem ran
     tuning = cached_tuning(text, None, PYPTO_0_2_0) if settings is None else None
     settings = None if settings is None else dict(settings)
-    return Pair(spec.name, text, tuning, problem.name, problem.read_bytes(), settings)
+    return Pair(spec.name, text, tuning, problem.name, problem_bytes, settings)
 
 
 @attrs.frozen
@@ -334,7 +348,10 @@ def run_coverage(
             settings = None if scaled is None else scaled.get(spec.stem)
             if constants:  # set for every problem, over the table's entry
                 settings = {**(settings or {}), **constants}
-            tasks.append(_coverage_task(spec, problem, timeout, in_flight, settings))
+            try:
+                tasks.append(_coverage_task(spec, problem, timeout, in_flight, settings))
+            except UnreadableInput as unreadable:  # its row says so; the others still run
+                rows[-1] = Row(number, problem.name, spec.name, f"UNREADABLE: {unreadable}")
         elif candidates:
             names = ", ".join(p.name for p in candidates)
             rows.append(Row(number, problem.name, "", f"AMBIGUOUS: specs {names} share {number}"))

@@ -17,14 +17,18 @@ from typing import Any
 import attrs
 import torch
 
+from ptodsl.frontend.diagnostics import visible
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.modules import StateEntry
 from ptodsl.runtime import calls
+from ptodsl.runtime.files import read_regular
 from ptodsl.runtime.scratch import make_scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.runtime.workers import WorkerStopped, WorkerTimeout, describe_exit, log_lines
 
 MODEL_NEW_FILE = "model_new.py"
+# A problem file is a few KiB of Python (KernelBench's largest is under 4 KiB).
+MAX_PROBLEM_BYTES = 1 << 20
 _LOG_TAIL_LINES = 8
 _LOG_NOISE = ("Failed to initialize NumPy", "_conversion_method_template")
 
@@ -202,6 +206,17 @@ def step_counters(model: torch.nn.Module) -> dict[str, int]:
     }
 
 
+def problem_text(path: Path) -> str:
+    """A problem file's text, read as a regular file of at most MAX_PROBLEM_BYTES: a FIFO,
+    a device (`/dev/zero` grew to 2.6 GB) or a huge file is a ProblemError at once."""
+    try:
+        return read_regular(path, MAX_PROBLEM_BYTES).decode("utf-8")
+    except OSError as error:
+        raise ProblemError(f"problem {visible(str(error))}") from None
+    except UnicodeDecodeError:
+        raise ProblemError(f"problem {visible(str(path))} is not UTF-8 text") from None
+
+
 def run_problem(
     path: Path,
     seed: int,
@@ -226,8 +241,9 @@ def run_problem(
     before it (dropout draws from it); each draw's outputs are followed by the `updated`
     buffers' values after it."""
     resize = resize or Resize()
+    text = problem_text(path)  # its worker reads it again: a FIFO would block it, unbounded
     if resize.constants:  # a NAME the file does not assign is the user's error, said here
-        rewritten_problem(path, path.read_text(encoding="utf-8"), resize.constants)
+        rewritten_problem(path, text, resize.constants)
     work_dir = make_scratch("problem")
     try:
         request = {

@@ -30,15 +30,33 @@ class Span:
 
 
 BYTE_ORDER_MARK = "\ufeff"
+MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
+
+
+# Characters a terminal obeys rather than shows: C1 controls (0x9b starts a command as ESC [
+# does) and the bidirectional overrides, isolates and marks that reorder what follows them
+# (a line that reads otherwise than it parses: CVE-2021-42574).
+_UNSHOWN = frozenset(
+    [*map(chr, range(0x80, 0xA0)), "\u061c", "\u200e", "\u200f", "\u2028", "\u2029"]
+    + [*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
+)
+UNSHOWN_PICTURE = "\ufffd"
 
 
 def visible(text: str) -> str:
     """Control characters as their Unicode pictures (ESC as ␛, NUL as ␀, a newline in a
-    file name as ␊), one column each so that carets stay aligned: a spec's bytes never
-    reach the terminal as commands."""
-    return "".join(
-        chr(0x2400 + ord(c)) if ord(c) < 0x20 else "\u2421" if c == "\x7f" else c for c in text
-    )
+    file name as ␊), and those without one (C1 controls, bidi controls) as �, one column
+    each so that carets stay aligned: a spec's bytes never reach the terminal as commands."""
+    return "".join(_picture(c) for c in text)
+
+
+def _picture(character: str) -> str:
+    code = ord(character)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if character == "\x7f":
+        return "\u2421"
+    return UNSHOWN_PICTURE if character in _UNSHOWN else character
 
 
 @attrs.frozen

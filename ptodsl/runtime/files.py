@@ -90,15 +90,25 @@ class NotRegularFile(OSError):
     """A path read as a file is something else."""
 
 
-def read_regular(path: Path) -> bytes:
+class FileTooLarge(OSError):
+    """A file read with a bound holds more than it."""
+
+
+def read_regular(path: Path, limit: int | None = None) -> bytes:
     """A regular file's bytes; anything else (a FIFO, a device, a folder) is an OSError at
-    once rather than a read that blocks or never ends."""
+    once rather than a read that blocks or never ends. With `limit`, a file of more bytes
+    is a FileTooLarge (a problem file grown to gigabytes is no problem file)."""
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(handle, "rb") as stream:
         mode = os.fstat(handle).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(f"{path} is {file_kind(mode)}, not a regular file")
-        return stream.read()
+        if limit is None:
+            return stream.read()
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(f"{path} is larger than {limit // 1024} KiB")
+    return data
 
 
 def write_atomically(
@@ -147,7 +157,19 @@ def write_output(path: Path, text: str) -> None:
     (a new one gets 0666 less the umask), refusing a read-only file and anything that is
     not a regular file (a device, a FIFO, a folder: replacing `/dev/null` as root once
     destroyed the device). The write itself is atomic (write_atomically)."""
-    target = path.resolve() if path.is_symlink() else path
+    if str(path) in ("", "."):  # Path("") is "."
+        raise OutputRefused("an empty path names no file: give -o a file name")
+    target = path
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:  # a loop (Python 3.11; 3.13 raises OSError ELOOP)
+            raise OutputRefused(f"{path} is a symbolic link in a loop: it names no file") from None
+        except FileNotFoundError:  # GNU cp refuses to create a dangling link's target too
+            raise OutputRefused(
+                f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: "
+                "ptodsl writes through a link only to an existing file"
+            ) from None
     try:
         existing = target.stat()
     except FileNotFoundError:

@@ -23,7 +23,7 @@ from ptodsl.api import Compiled, lower_spec
 from ptodsl.emission.codegen import emit_kernelbench
 from ptodsl.emission.picture import program_svg
 from ptodsl.emission.reference import emit_reference
-from ptodsl.frontend.diagnostics import EncodingError, Source, SpecError, visible
+from ptodsl.frontend.diagnostics import MAX_SPEC_BYTES, EncodingError, Source, SpecError, visible
 from ptodsl.frontend.syntax import format_syntax
 from ptodsl.ir import sim_memory
 from ptodsl.ir.forward import format_forward
@@ -35,6 +35,7 @@ from ptodsl.runtime.executor import REPOSITORY, ClusterError, cluster_address
 from ptodsl.runtime.files import (
     OutputRefused,
     UnusableFolder,
+    file_kind,
     require_run_folders,
     tuning_dir,
     write_output,
@@ -48,7 +49,6 @@ EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
 # `coverage --scaled` without FILE: the table beside the specs (coverage.SCALED_FILE)
 SCALED_BESIDE_SPECS = Path("scaled.toml")
-MAX_SPEC_BYTES = 1 << 20  # a spec is a page of text; the largest example is under 2 KiB
 STAGES = ("ast", "ir", *PASS_NAMES, "forward", "plan", "pypto", "kernelbench", "torch")
 
 
@@ -64,10 +64,9 @@ MAX_SEED = 2**32 - 1  # what every RNG the check seeds takes
 
 
 def _seed(text: str) -> int:
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not (text.isascii() and text.isdigit()):  # int() takes '１６', '1_000' and ' 7 ' too
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer in digits 0-9")
+    seed = int(text)
     if not 0 <= seed <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"{seed} is outside 0 .. {MAX_SEED}")
     return seed
@@ -341,8 +340,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _dim_size(text: str) -> tuple[str, int]:
     name, _, size = text.partition("=")
-    if not name.isidentifier() or not size.isdigit():
-        raise argparse.ArgumentTypeError(f"expected NAME=SIZE, not {text!r}")
+    # ASCII digits only: str.isdigit and int() take '１６' (full-width) and '²' too
+    if not name.isidentifier() or not (size.isascii() and size.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE (SIZE in digits 0-9), not {text!r}")
     return name, int(size)
 
 
@@ -422,7 +422,8 @@ def _compile(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
-    if args.output.resolve() == args.spec.resolve():
+    # realpath, not Path.resolve: a link loop is write_output's to refuse, not a RuntimeError
+    if os.path.realpath(args.output) == os.path.realpath(args.spec):
         raise UserError(f"refusing to overwrite the spec {args.spec} with the output")
     try:
         write_output(args.output, text)
@@ -485,18 +486,18 @@ def _stored_plans(as_json: bool) -> str:
         times = "?"
         if entry.sim_time_us is not None and entry.default_sim_time_us:
             times = f"{entry.sim_time_us:.2f} (default {entry.default_sim_time_us:.2f})"
-        rows.append(
-            (
-                entry.spec or "?",
-                dims,
-                entry.tuning or "unreadable",
-                times,
-                "yes" if entry.checked else "no (--no-check: compile ignores it)",
-                entry.path.name,
-            )
+        row = (
+            entry.spec or "?",
+            dims,
+            entry.tuning or "unreadable",
+            times,
+            "yes" if entry.checked else "no (--no-check: compile ignores it)",
+            entry.path.name,
         )
+        # an entry's text is anyone's: ESC or BEL in it must not reach the terminal
+        rows.append(tuple(map(visible, row)))
     header = ("spec", "dims", "plan choices", "sim us", "checked", "file")
-    title = f"stored plans in {tuning_dir()}: {len(rows)}\n"
+    title = f"stored plans in {visible(str(tuning_dir()))}: {len(rows)}\n"
     return title + (markdown_table(header, rows) if rows else "")
 
 
@@ -521,7 +522,10 @@ def _check(args: argparse.Namespace) -> int:
     source = _read_spec(spec)
     for path in (args.kernel, args.against):
         if path is not None and not path.is_file():
-            raise UserError(f"cannot read {path}: no such file")
+            what = "no such file"
+            if path.exists():  # a FIFO would block the worker that reads it
+                what = f"{file_kind(path.stat().st_mode)}, not a regular file"
+            raise UserError(f"cannot read {visible(str(path))}: {what}")
     dims = dict(args.dim)
     resize, bound = None, []
     if args.set:

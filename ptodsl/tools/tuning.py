@@ -29,7 +29,7 @@ from ptodsl.runtime.scratch import scratch as scratch_folder
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tools.serialise import to_json
 from ptodsl.tools.tables import aligned_lines
-from ptodsl.tools.tuning_cache import forget, store_record
+from ptodsl.tools.tuning_cache import KNOBS, forget, store_record
 
 # A plan replaces the default only if the cost model says it is this much faster. The
 # model is deterministic (a plan costs the same every run), so the margin guards against
@@ -38,11 +38,11 @@ from ptodsl.tools.tuning_cache import forget, store_record
 # code compile emits, which a reader must then trust over the default, for nothing.
 MARGIN = 0.02
 
-TILE_ELEMENTS = (None, 8192, 4096, 2048)
-LAST_AXIS_TILES = (None, 64, 256, 1024)
-LOOP_COUNTS = (None, 8, 16, 32, 64)
-MATMUL_CHUNKS = (None, 1, 2, 8)
-VARIANCE_FORMS = (None, "one_pass")
+TILE_ELEMENTS = KNOBS["tile_elements"]
+LAST_AXIS_TILES = KNOBS["last_axis_tile"]
+LOOP_COUNTS = KNOBS["loop_count"]
+MATMUL_CHUNKS = KNOBS["matmul_chunks"]
+VARIANCE_FORMS = KNOBS["variance"]
 
 
 class TuningFailed(Exception):

@@ -49,29 +49,46 @@ class BadEntry(ValueError):
     """A cache entry ptodsl did not write as it reads: edited, truncated or foreign."""
 
 
-_COUNTS = ("tile_elements", "last_axis_tile", "loop_count", "matmul_chunks")
-_VARIANCES = (None, "one_pass")
-_KERNELS = (None, "per_op")
+# The values `ptodsl tune` tries for each plan choice (None: the default plan's): an entry
+# holding any other value is not a plan tune made (a 1-element tile, a 4-byte last axis,
+# 10^26 loop iterations), and is ignored.
+KNOBS: dict[str, tuple[Any, ...]] = {
+    "tile_elements": (None, 8192, 4096, 2048),
+    "last_axis_tile": (None, 64, 256, 1024),
+    "loop_count": (None, 8, 16, 32, 64),
+    "matmul_chunks": (None, 1, 2, 8),
+    "variance": (None, "one_pass"),
+    "kernels": (None, "per_op"),
+}
 
 
 def _tuning(choices: Any) -> ir.Tuning:
-    """The plan choices of an entry, each checked: a count is a positive int (not 4096.5,
-    NaN, a bool or a string), the variance form and the kernels' cut ones ptodsl knows, no
-    other key."""
+    """The plan choices of an entry, each checked: one of the values tune tries (`KNOBS`:
+    not 4096.5, NaN, a bool, a string or 10^21 for a count), no other key."""
     if not isinstance(choices, dict):
         raise BadEntry(f"its tuning is {type(choices).__name__}, not an object")
-    unknown = sorted(set(choices) - {*_COUNTS, "variance", "kernels"})
+    unknown = sorted(set(choices) - set(KNOBS))
     if unknown:
         raise BadEntry(f"unknown plan choices {unknown}")
-    for name in _COUNTS:
+    for name, values in KNOBS.items():
         value = choices.get(name)
-        if value is not None and (type(value) is not int or value < 1):
-            raise BadEntry(f"{name} is {value!r}, not a positive integer")
-    if choices.get("variance") not in _VARIANCES:
-        raise BadEntry(f"variance is {choices['variance']!r}, not one of {list(_VARIANCES)}")
-    if choices.get("kernels") not in _KERNELS:
-        raise BadEntry(f"kernels is {choices['kernels']!r}, not one of {list(_KERNELS)}")
+        # `in` alone takes True for 1 and 4096.0 for 4096: the type must match too
+        if not any(value == known and type(value) is type(known) for known in values):
+            tried = [known for known in values if known is not None]
+            raise BadEntry(f"{name} is {value!r}, not a value tune tries ({tried})")
     return ir.Tuning(**choices)
+
+
+def _claimed_speed(record: Mapping[str, Any]) -> None:
+    """Tune stores a plan only if it is no slower than the default one: an entry saying
+    otherwise was not written by tune."""
+    time, default = record.get("sim_time_us"), record.get("default_sim_time_us")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (time, default))
+    if numbers and time > default:
+        raise BadEntry(
+            f"its plan takes {time:g} us against the default's {default:g} us: tune keeps a "
+            "plan only when it is faster"
+        )
 
 
 _WARNED: set[Path] = set()
@@ -97,6 +114,7 @@ def cached_tuning(
             raise BadEntry(f"it holds {type(record).__name__}, not an object")
         if record.get("checked") is not True:
             return None  # only a plan that passed `ptodsl check` changes what compile emits
+        _claimed_speed(record)
         return _tuning(record.get("tuning"))
     except BadEntry as bad:
         return _ignored(path, str(bad))
