@@ -532,11 +532,12 @@ def test_check_runs_a_worker_per_launch_only_where_one_worker_would_hold_too_muc
 
 
 def test_the_model_worker_hears_how_many_launches_may_run_at_once(tmp_path):
-    from ptodsl.runtime.simulator import _worker_environment
+    from ptodsl.runtime.simulator import LaunchWorkers, _worker_environment
 
-    env = _worker_environment(tmp_path, (1.5, 2))
+    env = _worker_environment(tmp_path, LaunchWorkers(1.5, 2, 3 << 30))
     assert env["PTODSL_LAUNCHES_IN_FLIGHT"] == "2"
     assert env["PTODSL_LAUNCH_TIMEOUT"] == "1.5"
+    assert env["PTODSL_LAUNCH_MEMORY"] == str(3 << 30)
     assert env["PTODSL_SIM"] == "interpret"
 
 
