@@ -99,10 +99,11 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
     once rather than a read that blocks or never ends. With `limit`, a file of more bytes
     is a FileTooLarge (a problem file grown to gigabytes is no problem file)."""
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(handle).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which refuses a folder in words of its own
+        os.close(handle)
+        raise NotRegularFile(f"{path} is {file_kind(mode)}, not a regular file")
     with os.fdopen(handle, "rb") as stream:
-        mode = os.fstat(handle).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(f"{path} is {file_kind(mode)}, not a regular file")
         if limit is None:
             return stream.read()
         data = stream.read(limit + 1)
@@ -187,6 +188,30 @@ def write_output(path: Path, text: str) -> None:
         os.umask(umask)
         mode = 0o666 & ~umask
     write_atomically(target, text, mode=mode, create_parents=False)
+
+
+class OutsideFolder(ValueError):
+    """A path meant to name something inside a folder names something outside it."""
+
+
+def inside(folder: Path, relative: str | Path) -> Path:
+    """`folder / relative`, which must stay inside `folder`: not absolute, no `..` climbing
+    out of it (the path is normalized, not resolved: a link inside the folder is the
+    writer's to judge, as `write_output` judges it)."""
+    joined = Path(os.path.normpath(folder / relative))
+    if Path(relative).is_absolute() or not joined.is_relative_to(os.path.normpath(folder)):
+        raise OutsideFolder(f"{relative} names a path outside {folder}")
+    return joined
+
+
+def read_text(path: Path, limit: int) -> str:
+    """A regular file's UTF-8 text of at most `limit` bytes (read_regular's refusals, and a
+    ValueError for bytes that are not UTF-8)."""
+    data = read_regular(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x})") from None
 
 
 def load_module(source: str, stem: str) -> ModuleType:

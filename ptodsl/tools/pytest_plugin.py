@@ -9,6 +9,11 @@ with `goldens/softmax/{kernel.py.txt,plan.json,lowered.ir.txt,reference.py.txt}`
 test file (the `ptodsl_goldens` ini option names another folder, relative to the rootdir).
 `pto_golden_text("name.txt", text)` does the same for any text. `pytest --update-goldens`
 writes the files from the current output instead: review them as a diff before committing.
+
+Goldens stay inside their folder (a name climbing out of it, or absolute, fails the test),
+and the folder inside the rootdir; they are read as bounded regular files and written as
+`ptodsl compile -o` writes (atomically, through a link to a file, never into a device or a
+FIFO): a bad golden fails its test with the reason, never hangs it or writes elsewhere.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from ptodsl.frontend.diagnostics import MAX_SPEC_BYTES, visible
+from ptodsl.runtime import files
+
 UPDATE_OPTION = "--update-goldens"
 FOLDER_INI = "ptodsl_goldens"
+MAX_GOLDEN_BYTES = 16 << 20  # a generated module of the largest examples is under 100 KiB
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,21 +51,44 @@ def pto_golden_text(request: pytest.FixtureRequest) -> Callable[[str, str], None
     in the goldens folder, or, with --update-goldens, writes it there."""
     update = request.config.getoption(UPDATE_OPTION)
     configured = request.config.getini(FOLDER_INI)
-    folder = request.config.rootpath / configured if configured else request.path.parent / "goldens"
+    folder = request.path.parent / "goldens"
+    if configured:
+        folder = _inside(request.config.rootpath, configured, f"the {FOLDER_INI} ini option")
 
     def check(relative_path: str, text: str) -> None:
-        path = folder / relative_path
+        path = _inside(folder, relative_path, "a golden")
         if update:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            return
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                files.write_output(path, text)
+                return
+            except OSError as error:
+                failure = f"cannot write the golden {visible(str(path))}: {visible(str(error))}"
+            pytest.fail(failure, pytrace=False)  # outside the except: no chained traceback
         hint = f"run pytest {UPDATE_OPTION} and review the diff"
         assert path.exists(), f"no golden {path}; {hint}"
-        assert text == path.read_text(encoding="utf-8"), (
+        golden = _read(path, MAX_GOLDEN_BYTES, "the golden")
+        assert text == golden, (
             f"{relative_path} differs from its golden {path}; if the change is intended, {hint}"
         )
 
     return check
+
+
+def _inside(folder: Path, relative: str | Path, what: str) -> Path:
+    try:
+        return files.inside(folder, relative)
+    except files.OutsideFolder as outside:
+        failure = f"{what}: {visible(str(outside))}"
+    pytest.fail(failure, pytrace=False)
+
+
+def _read(path: Path, limit: int, what: str) -> str:
+    try:
+        return files.read_text(path, limit)
+    except (OSError, ValueError) as error:
+        failure = f"cannot read {what}: {visible(str(error))}"
+    pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture
@@ -78,13 +110,22 @@ def pto_golden(
         from ptodsl.ir.nodes import format_kernel
         from ptodsl.ir.plan import format_plan
 
+        root = request.config.rootpath
         path = Path(spec)
         if not path.is_absolute():
-            path = request.config.rootpath / path
+            path = root / path
         if name is None:
-            name = path.resolve().relative_to(request.config.rootpath.resolve()).as_posix()
+            resolved = path.resolve()
+            if not resolved.is_relative_to(root.resolve()):
+                pytest.fail(
+                    f"the spec {visible(str(path))} is outside the rootdir {root}: give "
+                    "pto_golden name=, the file name its goldens quote",
+                    pytrace=False,
+                )
+            name = resolved.relative_to(root.resolve()).as_posix()
+        text = _read(path, MAX_SPEC_BYTES, "the spec")
         # Golden files hold the default plan: a plan tuned on one machine is not reviewed.
-        compiled = compile_spec(path.read_text(encoding="utf-8"), name=name, dims=dims, tuning=None)
+        compiled = compile_spec(text, name=name, dims=dims, tuning=None)
         stages = {
             "kernel.py.txt": compiled.source,
             "plan.json": format_plan(compiled.program),
