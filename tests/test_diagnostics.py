@@ -47,6 +47,16 @@ CASES = {
     "int_list_param_wrong_length": HEADER + "param shape: int[3] = [M, N]\n",
     "float_param_with_length": HEADER + "param eps: f32[2] = 1.0\n",
     "float_param_list_value": HEADER + "param eps: f32 = [1]\n",
+    # compiled, then `check` compared inf with a finite golden
+    "float_param_beyond_f32": HEADER + "param a: f32 = 1e39\n",
+    "float_param_beyond_f16": HEADER + "param a: f16 = -70000\n",
+    # exit 3 (OverflowError) in `check`
+    "param_expression_overflows": HEADER
+    + "param a: f32 = -1000\ninput x: f32[M, N]\noutput y: f32[M, N]\ny = x * exp(-a)\n",
+    "param_expression_undefined": HEADER
+    + "param a: f32 = -2.0\ninput x: f32[M, N]\noutput y: f32[M, N]\ny = x + log(a)\n",
+    "param_expression_beyond_f32": HEADER
+    + "param a: f32 = 1e30\ninput x: f32[M, N]\noutput y: f32[M, N]\ny = x * (a * a)\n",
     "tensor_input_with_value": HEADER + "input x: f32[M] = 1.0\n",
     "weight_of_integers": HEADER + "weight w: i32[M] = ones\n",
     "weight_unknown_init": HEADER + "weight w: f32[M] = twos\n",

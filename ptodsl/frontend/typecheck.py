@@ -378,7 +378,7 @@ class _TypeChecker:
                 )
             self.params[item.name] = ir.Param(item.name, item.default.value, item.span, fixed=True)
             return
-        _dtype(item.type.dtype, item.type.dtype_span)
+        dtype = _dtype(item.type.dtype, item.type.dtype_span)
         if item.type.dims is not None:
             raise SpecError(
                 "a float param is a scalar",
@@ -388,6 +388,12 @@ class _TypeChecker:
         default = item.default
         if default is not None and not isinstance(default, s.Number):
             raise SpecError("a float param's value is a number", default.span)
+        if default is not None and not dtype.holds(default.value):
+            raise SpecError(
+                f"`{default.text}` is beyond {dtype.value}'s range: it rounds to infinity",
+                default.span,
+                note=f"the largest {dtype.value} is {dtype.largest:.8g}",
+            )
         value = None if default is None else default.value
         self.params[item.name] = ir.Param(item.name, value, item.span)
 

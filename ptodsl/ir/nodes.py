@@ -54,6 +54,10 @@ class DType(enum.Enum):
         """The largest finite value (of a float dtype): a padding no element beats."""
         return _LARGEST_FLOAT[self.value]
 
+    def holds(self, value: float) -> bool:
+        """Whether `value` rounds to a finite value of this float dtype."""
+        return abs(value) < _ROUNDS_TO_INFINITY[self.value]
+
 
 # Per dtype: bytes per element, PyPTO's name, torch's name.
 _DTYPE_FACTS = {
@@ -65,6 +69,9 @@ _DTYPE_FACTS = {
     "bool": (1, "DT_BOOL", "bool"),
 }
 _LARGEST_FLOAT = {"f32": 3.4028234663852886e38, "f16": 65504.0, "bf16": 3.3895313892515355e38}
+# From here on a value rounds to infinity: the largest finite value plus half its ulp (the
+# tie rounds to the even neighbour, which is infinity).
+_ROUNDS_TO_INFINITY = {"f32": 2.0**128 - 2.0**103, "f16": 65520.0, "bf16": 2.0**128 - 2.0**119}
 
 
 @attrs.frozen
