@@ -132,6 +132,22 @@ def test_tune_list_shows_an_entrys_control_characters_as_pictures(tmp_path, monk
     assert "\u241b]0;owned\u2407\u241b[2J" in listed.stdout
 
 
+def test_tune_list_shows_an_entry_that_is_a_fifo_as_unreadable(tmp_path):
+    folder = tmp_path / "tuning"
+    folder.mkdir()
+    os.mkfifo(folder / f"{'0' * 24}.json")  # named as tune names its entries
+    env = {**os.environ, "PTODSL_TUNING_DIR": str(folder)}
+    listed = subprocess.run(
+        [sys.executable, "-m", "ptodsl", "tune", "--list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "| unreadable   |" in listed.stdout and "0" * 24 + ".json" in listed.stdout
+
+
 def test_tune_lists_and_clears_only_its_own_entries(tmp_path, monkeypatch):
     folder = tmp_path / "tuning"
     monkeypatch.setenv("PTODSL_TUNING_DIR", str(folder))
