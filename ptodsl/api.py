@@ -18,8 +18,9 @@ from ptodsl.ir.forward import Forward
 from ptodsl.ir.plan import program_plan
 from ptodsl.ir.target import PYPTO_0_2_0, Target
 from ptodsl.pipeline import Lowered, lower
+from ptodsl.runtime import settings as run_settings
 from ptodsl.runtime.files import load_module, require_run_folders
-from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
+from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S, Settings
 from ptodsl.tools.tuning_cache import cached_tuning
 
 if TYPE_CHECKING:  # imported when called: checking and tuning pull in torch
@@ -151,23 +152,27 @@ def check(
     kernel_path: str | os.PathLike[str] | None = None,
     passes: str = "auto",
     timeout: float = DEFAULT_TIMEOUT_S,
+    settings: Settings | None = None,
 ) -> CheckReport:
     """Runs `compiled` in pypto SIM and compares it with its torch reference on inputs and
     weights drawn from `seed`, or with `against` (a KernelBench problem file) with its own
     `Model` on its `get_inputs()`: the report `ptodsl check` prints (`report.ok`,
     `report.outputs`, `report.sim_time_us`). `kernel_path` checks that module (e.g. hand
-    edited) instead; `passes` is pypto's verification ("auto", "all" or "graph")."""
+    edited) instead; `passes` is pypto's verification ("auto", "all" or "graph").
+    `settings`: the run configuration (`ptodsl.runtime.settings.Settings`: cache folder,
+    ...), for this call and its workers; default: the environment's."""
     from ptodsl.checking.check import run_check
 
-    require_run_folders()
-    return run_check(
-        compiled,
-        seed=seed,
-        against=None if against is None else Path(against),
-        kernel_path=None if kernel_path is None else Path(kernel_path),
-        passes=passes,
-        timeout=timeout,
-    )
+    with _settings(settings):
+        require_run_folders()
+        return run_check(
+            compiled,
+            seed=seed,
+            against=None if against is None else Path(against),
+            kernel_path=None if kernel_path is None else Path(kernel_path),
+            passes=passes,
+            timeout=timeout,
+        )
 
 
 def tune(
@@ -178,11 +183,20 @@ def tune(
     budget: int = 12,
     check: bool = True,
     store: bool = True,
+    settings: Settings | None = None,
 ) -> TuneResult:
     """Measures up to `budget` candidate plans of a spec (text or path) in pypto SIM and,
     with `store`, keeps the fastest that passes the check (with `check`) for `compile`, as
-    `ptodsl tune` does: the result lists every plan measured."""
+    `ptodsl tune` does: the result lists every plan measured. `settings`: as `check`'s (the
+    tuning folder among them)."""
     from ptodsl.tools.tuning import tune as measure_plans
 
-    require_run_folders(tuning=store)
-    return measure_plans(_source(text, name), dims, budget=budget, check=check, store=store)
+    with _settings(settings):
+        require_run_folders(tuning=store)
+        return measure_plans(_source(text, name), dims, budget=budget, check=check, store=store)
+
+
+def _settings(chosen: Settings | None):
+    """The run configuration of an API call: the one given, else the environment's, read
+    once (a bad variable refused before anything runs)."""
+    return run_settings.active(run_settings.read() if chosen is None else chosen)

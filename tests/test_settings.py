@@ -104,3 +104,62 @@ def test_the_settings_read_exactly_the_variables_they_list():
     read: set[str] = set()
     settings.from_environment(Recording())
     assert read == set(settings.VARIABLES)
+
+
+ENV_WORKER = """import json, os, sys
+from pathlib import Path
+names = ("PTODSL_CACHE_DIR", "PTODSL_TUNING_DIR", "PTODSL_TRACE", "PTODSL_KEEP_SIM_DIR")
+seen = {name: os.environ.get(name) for name in names}
+(Path(sys.argv[1]) / "seen.json").write_text(json.dumps(seen))
+"""
+
+
+def test_the_settings_a_command_runs_under_reach_its_workers(tmp_path, monkeypatch):
+    """What the command line or the API chose, not what the environment says, is what
+    everything below it and its workers see (a setting left unset is unset there too)."""
+    import json
+
+    import attrs
+
+    from ptodsl.runtime import files, workers
+
+    monkeypatch.setenv("PTODSL_CACHE_DIR", str(tmp_path / "from-environment"))
+    monkeypatch.setenv("PTODSL_TRACE", str(tmp_path / "traces"))
+    chosen = attrs.evolve(
+        settings.read(),
+        cache_dir=tmp_path / "chosen",
+        tuning_dir=tmp_path / "chosen" / "plans",
+        trace_dir=None,
+        keep_sim_dir=True,
+    )
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "env_worker.py").write_text(ENV_WORKER, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(package), *sys.path]))
+    work = tmp_path / "work"
+    work.mkdir()
+    with settings.active(chosen):
+        assert files.cache_dir() == tmp_path / "chosen"
+        assert files.tuning_dir() == tmp_path / "chosen" / "plans"
+        assert workers.run_worker("env_worker", work, timeout=60) == 0
+    assert json.loads((work / "seen.json").read_text()) == {
+        "PTODSL_CACHE_DIR": str(tmp_path / "chosen"),
+        "PTODSL_TUNING_DIR": str(tmp_path / "chosen" / "plans"),
+        "PTODSL_TRACE": None,
+        "PTODSL_KEEP_SIM_DIR": "1",
+    }
+    assert settings.current().cache_dir == tmp_path / "from-environment"  # after the block
+
+
+def test_the_api_runs_a_check_under_the_settings_it_is_given(tmp_path, monkeypatch):
+    import attrs
+
+    import ptodsl
+    from ptodsl.checking import check
+
+    seen = []
+    monkeypatch.setattr(check, "run_check", lambda *args, **kwargs: seen.append(settings.current()))
+    chosen = attrs.evolve(settings.read(), cache_dir=tmp_path / "api-cache")
+    ptodsl.check(ptodsl.compile(ELU), settings=chosen)
+    assert seen == [chosen]
+    assert (tmp_path / "api-cache").is_dir()  # the run's folders were checked there

@@ -1,13 +1,19 @@
 """ptodsl's run settings: every environment variable ptodsl reads is read here and only
-here, checked, and returned as one value (`current()`), so that a bad value is refused
-with its name before anything runs. (A generated module reads its own two, the run mode
-and PTODSL_INTERPRET, itself: it must run without ptodsl installed.)"""
+here, checked, and returned as one value, so that a bad value is refused with its name
+before anything runs. (A generated module reads its own two, the run mode and
+PTODSL_INTERPRET, itself: it must run without ptodsl installed.)
+
+The command line reads them once and runs under them (`active`); so does the API, which
+also takes them as an argument (`ptodsl.check(..., settings=...)`): everything below sees
+that one value (`current()`), and the workers it starts get it in their environment
+(`worker_environment`), the channel a worker reads it from."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -72,10 +78,55 @@ class Settings:
     worker_parent: int | None
 
 
+_ACTIVE: Settings | None = None
+
+
 def current() -> Settings:
-    """The settings the environment gives now (read afresh: cheap, and a test or a worker
-    may have changed the environment)."""
+    """The settings of the command or API call running (`active`); outside one, what the
+    environment gives now (read afresh: cheap, and a test or a worker may change it)."""
+    return _ACTIVE if _ACTIVE is not None else read()
+
+
+def read() -> Settings:
+    """What this process's environment gives now."""
     return from_environment(os.environ)
+
+
+@contextlib.contextmanager
+def active(chosen: Settings) -> Iterator[Settings]:
+    """Runs what the block does under `chosen`: this process's run configuration (one per
+    process: a command, or an API call, at a time)."""
+    global _ACTIVE
+    previous, _ACTIVE = _ACTIVE, chosen
+    try:
+        yield chosen
+    finally:
+        _ACTIVE = previous
+
+
+def worker_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """`base` (the environment a worker is given) with the variables that give it the
+    current settings: the inverse of `from_environment` (a variable whose setting is unset
+    is removed). The worker's parent is set for each worker by the zygote that forks it."""
+    chosen = current()
+    values = {
+        "PTODSL_CACHE_DIR": str(chosen.cache_dir),
+        "PTODSL_TUNING_DIR": str(chosen.tuning_dir),
+        CLUSTER_VARIABLE: chosen.cluster or None,
+        "PTODSL_SIM": chosen.sim_mode,
+        "PTODSL_TRACE": None if chosen.trace_dir is None else str(chosen.trace_dir),
+        "PTODSL_LAUNCH_TIMEOUT": repr(chosen.launch_timeout),
+        IN_FLIGHT_VARIABLE: str(chosen.launches_in_flight),
+        "PTODSL_LAUNCH_MEMORY": str(int(chosen.launch_memory)),
+        "PTODSL_KEEP_SIM_DIR": "1" if chosen.keep_sim_dir else None,
+    }
+    environment = dict(base)
+    for variable, value in values.items():
+        if value is None:
+            environment.pop(variable, None)
+        else:
+            environment[variable] = value
+    return environment
 
 
 def from_environment(environ: Mapping[str, str]) -> Settings:

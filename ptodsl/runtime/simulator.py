@@ -473,7 +473,7 @@ def _worker_environment(work_dir: Path, per_launch: LaunchWorkers | None) -> dic
     tmp_dir = work_dir / "tmp"
     tmp_dir.mkdir()
     package_parent = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
+    env = settings.worker_environment(os.environ)
     env.update(
         {
             "PATH": os.pathsep.join([str(stub_bin), env.get("PATH", "")]),

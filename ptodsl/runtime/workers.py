@@ -91,7 +91,7 @@ def run_worker(
     started = time.monotonic()
     log = work_dir / LOG_FILE
     log.write_bytes(b"")
-    environment = os.environ if env is None else env
+    environment = settings.worker_environment(os.environ) if env is None else env
     worker = _zygote().fork(module, [str(work_dir)], work_dir, environment, log, exit_fast)
     with _RUNNING_LOCK:
         _RUNNING.add(worker)

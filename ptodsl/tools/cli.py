@@ -770,10 +770,12 @@ def _run(args: argparse.Namespace) -> int:
             "coverage": _coverage,
             "bench": _bench,
         }
-        settings.current()  # a variable it cannot use is refused before anything runs
-        if args.command in ("check", "coverage", "bench"):
-            require_run_folders()  # before anything is measured
-        return commands[args.command](args)
+        # read once, a variable it cannot use refused before anything runs; the command
+        # and its workers run under these
+        with settings.active(settings.read()):
+            if args.command in ("check", "coverage", "bench"):
+                require_run_folders()  # before anything is measured
+            return commands[args.command](args)
     except SpecError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_SPEC_ERROR
