@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -38,11 +39,18 @@ def test_coverage_says_which_problem_or_spec_it_cannot_read(tmp_path):
     shutil.copy(ELU_SPEC, specs)
     (problems / "20_leaky_relu.py").write_text("x = 1\n")
     (specs / "20_leaky_relu.pto").write_bytes(b"kernel k\n\xff\n")
+    # a device node of our own with /dev/zero's numbers (never a real device path): its
+    # reads never end
+    os.mknod(problems / "22_tanh.py", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+    shutil.copy(ROOT / "examples" / "kernelbench" / "22_tanh.pto", specs)
     rows = run_coverage(problems, specs, timeout=30)
     verdicts = {row.number: row.verdict for row in rows}
     assert verdicts[19] == f"UNREADABLE: {problems / '19_relu.py'} is a FIFO, not a regular file"
     assert verdicts[31] == f"UNREADABLE: {problems / '31_elu.py'} is larger than 1024 KiB"
     assert verdicts[20] == f"UNREADABLE: {specs / '20_leaky_relu.pto'} is not UTF-8 text"
+    assert verdicts[22] == (
+        f"UNREADABLE: {problems / '22_tanh.py'} is a character device, not a regular file"
+    )
 
 
 def test_check_against_a_fifo_is_a_one_line_error(tmp_path):
