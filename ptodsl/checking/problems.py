@@ -21,7 +21,7 @@ from ptodsl.frontend.diagnostics import visible
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.modules import StateEntry
 from ptodsl.runtime import calls
-from ptodsl.runtime.files import read_regular
+from ptodsl.runtime.files import read_text
 from ptodsl.runtime.scratch import make_scratch
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.runtime.workers import WorkerStopped, WorkerTimeout, describe_exit, log_lines
@@ -210,11 +210,9 @@ def problem_text(path: Path) -> str:
     """A problem file's text, read as a regular file of at most MAX_PROBLEM_BYTES: a FIFO,
     a device (`/dev/zero` grew to 2.6 GB) or a huge file is a ProblemError at once."""
     try:
-        return read_regular(path, MAX_PROBLEM_BYTES).decode("utf-8")
-    except OSError as error:
+        return read_text(path, MAX_PROBLEM_BYTES)
+    except (OSError, ValueError) as error:  # each names the path
         raise ProblemError(f"problem {visible(str(error))}") from None
-    except UnicodeDecodeError:
-        raise ProblemError(f"problem {visible(str(path))} is not UTF-8 text") from None
 
 
 def run_problem(
