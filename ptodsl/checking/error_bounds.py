@@ -9,8 +9,14 @@ operands' errors become through it (the op's derivative, in magnitudes):
     a + b      s_a + s_b + |a + b|
     a * b      s_a |b| + |a| s_b + |a b|
     exp(a)     exp(a) (s_a + 1)
-    sum(a)     sum(s_a) + sum(|a|)        the terms' magnitudes, never the (cancelling) result
-    a @ b      s_a @ |b| + |a| @ s_b + |a| @ |b|
+    sum(a)     sqrt(sum(s_a^2)) + sum(|a|)     the terms' magnitudes, never the (cancelling) result
+    a @ b      sqrt(s_a^2 @ b^2) + sqrt(a^2 @ s_b^2) + |a| @ |b|
+
+A contraction (a sum, a matmul, a convolution) adds its terms' errors as independent errors
+add, by their root sum of squares (the probabilistic model of rounding error, Higham and
+Mary 2019), and counts its own rounding whole. Adding magnitudes instead compounds layer
+after layer: a 9-layer perceptron's bound reached 585 where its outputs are about 0.1, and
+a kernel ignoring its input would have passed.
 
 A correct kernel then satisfies |kernel - exact| <= atol + rtol * scale for every element;
 rtol is a multiple of the rounding unit that absorbs accumulation order and the accuracy of
@@ -215,7 +221,8 @@ TOLERANCES = {
 }
 BOUND_RULE = (
     "each element within atol + rtol * scale of the golden; scale is the computation's "
-    "own error scale there (every op's rounding and condition, sum(|terms|), |A| @ |B|), "
+    "own error scale there (every op's rounding and condition, sum(|terms|), |A| @ |B|, "
+    "operand errors through sums and products by their root sum of squares), "
     "never a mean over the tensor; f32 atol 1e-8 rtol 4e-6; f16 atol 2^-13 rtol 2^-10 and "
     "bf16 atol 1e-8 rtol 2^-7 (twice the dtype's unit roundoff); i64 positions exact "
     "unless tied within their operand's errors"

@@ -292,11 +292,14 @@ def _pow_bound(t, operands, _attributes):
 
 
 def _sum_bound(t, operands, attributes):
-    """The terms' magnitudes, never the (cancelling) result: sum(s_a) + sum(|a|)."""
+    """The terms' magnitudes, never the (cancelling) result: sqrt(sum(s_a^2)) + sum(|a|).
+    The terms' errors add as independent errors do (their root sum of squares); the sum's
+    own rounding is counted whole."""
     (a,) = operands
     axes, keepdim = attributes.axes, attributes.keepdim
     value = t.sum(a.value, dim=axes, keepdim=keepdim)
-    return value, t.sum(a.scale + a.value.abs(), dim=axes, keepdim=keepdim)
+    propagated = t.sum(a.scale.expand(a.value.shape) ** 2, dim=axes, keepdim=keepdim).sqrt()
+    return value, propagated + t.sum(a.value.abs(), dim=axes, keepdim=keepdim)
 
 
 def _scaled_sum_bound(count: Callable[[object, ir.Reduce], int]) -> Bound:
@@ -641,8 +644,9 @@ def _conv_function(t, transposed: bool):
 
 
 def _conv_bound(t, operands, attributes):
-    """As for a matmul, with the convolution for the product: s_x * |w| + |x| * s_w, and the
-    products' and sums' own rounding |x| * |w| (the convolution of magnitudes)."""
+    """As for a matmul, with the convolution for the product: sqrt(s_x^2 * w^2) +
+    sqrt(x^2 * s_w^2), and the products' and sums' own rounding |x| * |w| (the convolution
+    of magnitudes)."""
     x, w = operands
     transposed = isinstance(attributes, ir.ConvTranspose)
     conv = _conv_function(t, transposed)
@@ -651,12 +655,16 @@ def _conv_bound(t, operands, attributes):
     geometry += (attributes.dilation, attributes.groups)
     sx, sw = x.scale.expand(x.value.shape), w.scale.expand(w.value.shape)
     xa, wa = x.value.abs(), w.value.abs()
-    scale = conv(sx, wa, *geometry) + conv(xa, sw, *geometry) + conv(xa, wa, *geometry)
-    return conv(x.value, w.value, *geometry), scale
+    propagated = conv(sx**2, wa**2, *geometry).sqrt() + conv(xa**2, sw**2, *geometry).sqrt()
+    return conv(x.value, w.value, *geometry), propagated + conv(xa, wa, *geometry)
 
 
 def _matmul_bound(t, operands, attributes):
-    """s_a @ |b| + |a| @ s_b, and the products' own rounding |a| @ |b|."""
+    """sqrt(s_a^2 @ b^2) + sqrt(a^2 @ s_b^2), and the products' own rounding |a| @ |b|. The
+    operands' errors reach the product as independent errors do, by their root sum of
+    squares (the probabilistic model of rounding errors, Higham and Mary 2019): through
+    |a| @ |b| they would compound, layer after layer, to bounds no wrong network exceeds
+    (a 9-layer perceptron's reached 585 where its outputs are about 0.1)."""
     a, b = operands
 
     def oriented(x, transposed: bool):
@@ -664,8 +672,9 @@ def _matmul_bound(t, operands, attributes):
 
     av, bv = oriented(a.value, attributes.a_trans), oriented(b.value, attributes.b_trans)
     sa, sb = oriented(a.scale, attributes.a_trans), oriented(b.scale, attributes.b_trans)
-    scale = t.matmul(sa, bv.abs()) + t.matmul(av.abs(), sb) + t.matmul(av.abs(), bv.abs())
-    return t.matmul(av, bv), scale
+    sa, sb = sa.expand(av.shape), sb.expand(bv.shape)
+    propagated = t.matmul(sa**2, bv**2).sqrt() + t.matmul(av**2, sb**2).sqrt()
+    return t.matmul(av, bv), propagated + t.matmul(av.abs(), bv.abs())
 
 
 _OPS = [
