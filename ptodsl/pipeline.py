@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from ptodsl.frontend.blocks import expand_blocks
 from ptodsl.frontend.diagnostics import FrameError, Source, Span, SpecError
 from ptodsl.frontend.parser import parse
 from ptodsl.frontend.syntax import Spec
@@ -128,7 +129,7 @@ def lower(
     sys.setrecursionlimit(max(depth_limit, RECURSION_LIMIT))
     try:
         syntax = parse(source.text)
-        checked = typecheck(syntax, dim_sizes, mode)
+        checked = typecheck(expand_blocks(syntax), dim_sizes, mode)
         verify(checked, "check", target)
         if until == "check":
             parts = (KernelStages(checked, ()),)

@@ -50,6 +50,7 @@ INTERPRETER_PATTERNS = [
 SCALED_LEVELS = {
     EXAMPLES_DIR / "kernelbench": ROOT / "tests" / "problems" / "kernelbench",
     EXAMPLES_DIR / "kernelbench-level2": ROOT / "tests" / "problems" / "kernelbench-level2",
+    EXAMPLES_DIR / "kernelbench-level3": ROOT / "tests" / "problems" / "kernelbench-level3",
 }
 
 
@@ -130,6 +131,28 @@ def scaled_problem(problem: Path, stem: str) -> ModuleType:
     module = ModuleType(f"scaled_{stem}")
     exec(compile(tree, str(problem), "exec"), module.__dict__)  # noqa: S102 - our own problem
     return module
+
+
+def seeded_drop_in(spec: Path, problem: Path, seed: int, training: bool = True):
+    """KernelBench's protocol at the CI dims: `torch.manual_seed(s); Model(*init)`, then
+    `torch.manual_seed(s); ModelNew(*init)`, no weights copied, both run on the same inputs
+    (ModelNew in pypto's SIM, or its interpreter under AIKG_PYPTO_RUN_MODE=1). Returns the
+    two models and their outputs."""
+    import torch
+
+    import ptodsl
+
+    text = spec.read_text(encoding="utf-8")
+    compiled = ptodsl.compile(text, name=spec.name, dims=CI_DIMS[spec.stem], tuning=None)
+    module = scaled_problem(problem, spec.stem)
+    init = module.get_init_inputs()
+    torch.manual_seed(seed)
+    model = module.Model(*init).train(training)
+    torch.manual_seed(seed)
+    model_new = compiled.ModelNew(*init).train(training)
+    inputs = module.get_inputs()
+    with torch.no_grad():
+        return model, model_new, model(*inputs), model_new(*inputs)
 
 
 def example_dims(path: Path) -> dict[str, int] | None:

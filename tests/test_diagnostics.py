@@ -86,8 +86,6 @@ CASES = {
     "output y: f32[M, N, 1]\ny = inorm(x)\n",
     "dropout_probability_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = dropout(x, 1.5)\n",
-    "matmul_contracts_split_axis": HEADER + "input a: f32[M, 2 * N]\ninput b: f32[16, N]\n"
-    "output y: f32[M, N]\ny = a @ b\n",
     "matmul_split_batched_operand": HEADER + "input a: f32[2, M, 2 * N]\ninput b: f32[16, N]\n"
     "output y: f32[2, M, N]\ny = a @ b\n",
     "kernel_name_too_long": "kernel " + "k" * 101 + "\n",

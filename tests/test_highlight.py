@@ -13,6 +13,7 @@ from conftest import EXAMPLES, ROOT
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, Token, Whitespace
 
 from ptodsl.frontend.highlight import (
+    BLOCK_KEYWORDS,
     CONSTANT_NAMES,
     DECLARATION_KEYWORDS,
     DOMAIN_KEYWORD,
@@ -331,4 +332,4 @@ def test_declaration_keywords_are_the_grammars():
 
 def test_every_word_of_the_grammar_is_highlighted():
     words = set(re.findall(r'"([a-z]+)"', GRAMMAR))
-    assert words <= {*DECLARATION_KEYWORDS, DOMAIN_KEYWORD, *CONSTANT_NAMES}
+    assert words <= {*DECLARATION_KEYWORDS, *BLOCK_KEYWORDS, DOMAIN_KEYWORD, *CONSTANT_NAMES}

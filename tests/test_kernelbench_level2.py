@@ -12,9 +12,8 @@ import sys
 
 import pytest
 import torch
-from conftest import CI_DIMS, ROOT, scaled_problem
+from conftest import ROOT, seeded_drop_in
 
-import ptodsl
 from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
 from ptodsl.runtime.files import import_file
 
@@ -113,17 +112,7 @@ def test_a_level_2_spec_is_a_drop_in_under_a_seeded_harness(number, monkeypatch)
     `allclose` at 1e-2 (ModelNew in pypto's SIM, its outputs from ptodsl's interpreter)."""
     (spec,) = SPEC_BY_NUMBER[number]
     (problem,) = PROBLEM_BY_NUMBER[number]
-    text = spec.read_text(encoding="utf-8")
-    compiled = ptodsl.compile(text, name=spec.name, dims=CI_DIMS[spec.stem], tuning=None)
-    module = scaled_problem(problem, spec.stem)
     monkeypatch.setenv("AIKG_PYPTO_RUN_MODE", "1")
     for seed in (0, 1):
-        init = module.get_init_inputs()
-        torch.manual_seed(seed)
-        model = module.Model(*init)
-        torch.manual_seed(seed)
-        model_new = compiled.ModelNew(*init)
-        inputs = module.get_inputs()
-        with torch.no_grad():
-            expected, got = model(*inputs), model_new(*inputs)
+        _, _, expected, got = seeded_drop_in(spec, problem, seed)
         assert torch.allclose(got, expected, rtol=1e-2, atol=1e-2), (seed, spec.stem)

@@ -411,7 +411,7 @@ MODE_MODULES = re.compile(
 
 def _examples_with_mode_modules() -> dict[str, tuple[Path, Path]]:
     pairs = {}
-    for level in ("kernelbench", "kernelbench-level2", "fused"):
+    for level in ("kernelbench", "kernelbench-level2", "kernelbench-level3", "fused"):
         problems = by_number((ROOT / "tests" / "problems" / level).glob("*.py"))
         for number, (spec,) in by_number((EXAMPLES_DIR / level).glob("*.pto")).items():
             (problem,) = problems[number]
@@ -426,7 +426,8 @@ EXAMPLES_WITH_MODE_MODULES = _examples_with_mode_modules()
 def test_the_examples_with_mode_modules_are_found():
     """The list below is what the problem files hold (a broken pattern would shrink it)."""
     counts = Counter(name.partition("/")[0] for name in EXAMPLES_WITH_MODE_MODULES)
-    assert counts == {"kernelbench": 3, "kernelbench-level2": 29, "fused": 2}
+    levels = {"kernelbench": 3, "kernelbench-level2": 29, "kernelbench-level3": 1, "fused": 2}
+    assert counts == levels
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES_WITH_MODE_MODULES))

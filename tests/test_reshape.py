@@ -97,3 +97,17 @@ def test_a_reshaped_kernel_matches_its_reference(name):
     assert "reshape" not in ops_in(compiled.lowered.after("align_axes"))
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+def test_a_split_axis_is_contracted_whole():
+    """`a @ b` contracting an axis declared split (`f32[M, 2 * N]`, or LeNet-5's
+    `linear(16 * 5 * 5, 120)` once named sizes split it) multiplies the declared layout: the
+    split matters where the axis is reduced in parts (the mean over `N` here), not to the
+    cube."""
+    spec = (
+        "kernel k\ndims M = 4, N = 8\ninput a: f32[M, 2 * N]\ninput b: f32[16, N]\n"
+        "output y: f32[M, N]\noutput z: f32[M, 2, N]\n"
+        "y = a @ b\nz = a - mean(a, axis=2, keepdim=true)\n"
+    )
+    report = run_check(ptodsl.compile(spec), passes="graph")
+    assert report.ok, report.to_json()

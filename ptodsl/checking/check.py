@@ -848,7 +848,7 @@ def _check_moved(checked: ir.Kernel, run: ProblemRun, where: str) -> None:
     statistics, written out by hand as batch statistics): a drop-in that drifts from the
     Model in eval mode."""
     updated = set(checked.updated_buffers)
-    counted = {name.split(".")[0] + ".num_batches_tracked" for name in updated}
+    counted = {name.rpartition(".")[0] + ".num_batches_tracked" for name in updated}
     unmodelled = [name for name in run.moved if name not in updated | counted]
     if unmodelled:
         names = ", ".join(f"`{name}`" for name in unmodelled)

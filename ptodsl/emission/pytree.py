@@ -91,11 +91,15 @@ def unparse(node: ast.AST) -> str:
 
 
 def name(identifier: str) -> ast.expr:
-    """A name or a dotted path (`pypto.view`)."""
+    """A name or a dotted path (`pypto.view`); a numbered part indexes, as torch's module
+    paths do (`self.network.0.weight` is `self.network[0].weight`)."""
     head, *rest = identifier.split(".")
     node: ast.expr = ast.Name(head, ast.Load())
     for part in rest:
-        node = ast.Attribute(node, part, ast.Load())
+        if part.isdigit():
+            node = ast.Subscript(node, ast.Constant(int(part)), ast.Load())
+        else:
+            node = ast.Attribute(node, part, ast.Load())
     return node
 
 

@@ -21,7 +21,8 @@ from ptodsl.ir.nodes import DType
 
 # The grammar's keywords (tests/test_highlight.py checks them against grammar/ptodsl.lark).
 NAMING_KEYWORDS = ("param", "input", "weight", "output", "let")  # each declares the next name
-DECLARATION_KEYWORDS = ("kernel", "dims", *NAMING_KEYWORDS)
+DECLARATION_KEYWORDS = ("kernel", "block", "dims", *NAMING_KEYWORDS)
+BLOCK_KEYWORDS = ("forward", "return", "end")  # the lines of a block after its state
 DOMAIN_KEYWORD = "in"
 CONSTANT_NAMES = ("true", "false", *typecheck.CONSTANTS)
 # The dtypes, and the types of a param fixed at construction (`param dim: int = 1`).
@@ -55,8 +56,12 @@ class PtoLexer(RegexLexer):
     tokens = {
         "root": [
             (
-                rf"^({_BLANKS}*)(kernel)\b(?:({_BLANKS}+)({_NAME}))?",
+                rf"^({_BLANKS}*)(kernel|block)\b(?:({_BLANKS}+)({_NAME}))?",
                 bygroups(Whitespace, Keyword.Declaration, Whitespace, Name.Function),
+            ),
+            (
+                rf"^({_BLANKS}*)({_one_of(BLOCK_KEYWORDS)})",
+                bygroups(Whitespace, Keyword.Declaration),
             ),
             (
                 rf"^({_BLANKS}*)({_one_of(NAMING_KEYWORDS)})(?:({_BLANKS}+)({_NAME}))?",

@@ -153,6 +153,22 @@ class _ToSyntax(Transformer):
             "mul", s.Name(str(name), _span(name)), s.Name(str(factor), _span(factor)), _span(meta)
         )
 
+    def block_def(self, meta, children):
+        name, *rest = children
+        params = tuple(c for c in rest if isinstance(c, s.BlockParam))
+        state = tuple(c for c in rest if isinstance(c, s.WeightDecl | s.ModuleDecl))
+        (arguments,) = (c for c in rest if isinstance(c, tuple))
+        body = tuple(c for c in rest if isinstance(c, s.Let))
+        result = rest[-1]
+        return s.BlockDef(str(name), params, state, arguments, body, result, _span(name))
+
+    def block_param(self, meta, children):
+        name, param_type, default = children
+        return s.BlockParam(str(name), param_type, default, _span(name))
+
+    def block_forward(self, meta, children):
+        return tuple(s.Name(str(token), _span(token)) for token in children)
+
     def module_decl(self, meta, children):
         name, func, *arguments = children
         module = self.call(meta, [func, *arguments])

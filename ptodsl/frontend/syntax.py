@@ -249,15 +249,19 @@ class WeightDecl:
     # number
     init: Name | Binary | Number
     span: Span
+    path: str | None = attrs.field(default=None, kw_only=True)  # in a block: `attn.scale`
 
 
 @attrs.frozen
 class ModuleDecl:
-    """`weight fc: linear(K, N, bias=true)`: a torch module whose parameters are weights."""
+    """`weight fc: linear(K, N, bias=true)`: a torch module whose parameters are weights.
+    `path` is its place in ModelNew's module tree (`attn.c_attn`, `network.0`) when a block
+    or a container holds it; `name` is then the identifier expressions use."""
 
     name: str
     module: Call
     span: Span
+    path: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -281,7 +285,54 @@ class Assign:
     span: Span
 
 
-Item = DimDecl | ParamDecl | InputDecl | WeightDecl | ModuleDecl | OutputDecl | Let | Assign
+@attrs.frozen
+class BlockParam:
+    """One constructor argument of a block: `n_head: int`, `eps: f32 = 1e-5`."""
+
+    name: str
+    type: TensorTypeExpr
+    default: Number | Name | Binary | ListExpr | None
+    span: Span
+
+
+@attrs.frozen
+class BlockDef:
+    """`block attention(n_embd: int, ...)`: a torch module written in the spec. `state` are
+    its weights and modules, `arguments` forward's, `body` its lets, `result` what it
+    returns. Instances are inlined where they are called (ptodsl.frontend.blocks)."""
+
+    name: str
+    params: tuple[BlockParam, ...]
+    state: tuple[WeightDecl | ModuleDecl, ...]
+    arguments: tuple[Name, ...]
+    body: tuple[Let, ...]
+    result: Expr
+    span: Span
+
+
+@attrs.frozen
+class ContainerDecl:
+    """A torch module ModelNew creates at `path` to hold others or none (`nn.Sequential`,
+    a block instance's `nn.Module`, the `nn.ReLU` of a Sequential), so that state_dict
+    paths and Sequential indices are torch's. Made by expanding blocks, never parsed."""
+
+    path: str
+    torch: str  # the class ModelNew calls with no arguments: `torch.nn.Sequential`
+    span: Span
+
+
+Item = (
+    DimDecl
+    | ParamDecl
+    | InputDecl
+    | WeightDecl
+    | ModuleDecl
+    | OutputDecl
+    | Let
+    | Assign
+    | BlockDef
+    | ContainerDecl
+)
 
 
 @attrs.frozen

@@ -165,6 +165,13 @@ def _is_minus_one(node: s.Expr) -> bool:
     )
 
 
+def _has_number(node: s.Expr) -> bool:
+    """Whether a product of sizes has an integer among its factors."""
+    if isinstance(node, s.Binary):
+        return _has_number(node.lhs) or _has_number(node.rhs)
+    return isinstance(node, s.Number)
+
+
 def _check_elements(shape: tuple[int, ...], span: Span) -> None:
     if math.prod(shape) > MAX_ELEMENTS:
         raise SpecError(
@@ -283,6 +290,8 @@ class _TypeChecker:
         self.shaped_by_value: set[str] = set()  # outputs declared without a shape
         self.lets: dict[str, ir.Type] = {}
         self.modules: dict[str, ir.Module] = {}
+        self.containers: list[ir.Container] = []
+        self.created: list[str] = []  # ModelNew's state in creation order (ir.Kernel.created)
         # per module, its present parameters' attribute -> the weight they are held as
         self.module_parameters: dict[str, dict[str, str]] = {}
         self.split_params: dict[str, s.Binary] = {}
@@ -337,6 +346,8 @@ class _TypeChecker:
             outputs=tuple(self.outputs.values()),
             body=tuple(self.body),
             modules=tuple(self.modules.values()),
+            containers=tuple(self.containers),
+            created=tuple(self.created),
             mode=self.mode if mode_dependent else None,
         )
 
@@ -505,9 +516,14 @@ class _TypeChecker:
         init = self.weight_init(item.init)
         if item.type.dims is None:  # `weight s: f32 = 2.0`: a 0-d parameter
             item = attrs.evolve(item, type=attrs.evolve(item.type, dims=()))
-        weight = self.declared_tensor(ir.Input, item, init=init)
+        weight = self.declared_tensor(ir.Input, item, init=init, path=item.path)
         self.check_weight_dtype(weight, item.type.dtype_span)
         self.inputs[item.name] = weight
+        self.created.append(weight.state_name)
+
+    def item_ContainerDecl(self, item: s.ContainerDecl) -> None:  # noqa: N802
+        self.containers.append(ir.Container(item.path, item.torch, item.span))
+        self.created.append(item.path)
 
     def check_weight_dtype(self, weight: ir.Input, span: Span) -> None:
         if not weight.type.dtype.is_float:
@@ -598,8 +614,10 @@ class _TypeChecker:
             raise SpecError(
                 f"{problem}", call.span, note=f"torch's {definition.torch} refuses these arguments"
             )
-        module = ir.Module(item.name, definition.name, tuple(arguments.items()), item.span)
+        path = item.path or item.name
+        module = ir.Module(path, definition.name, tuple(arguments.items()), item.span)
         self.modules[item.name] = module
+        self.created.append(path)
         held = self.module_parameters[item.name] = {}
         for parameter in definition.present_parameters(arguments):
             name = held[parameter.attribute] = f"{item.name}_{parameter.attribute}"
@@ -641,7 +659,7 @@ class _TypeChecker:
                 dims,
                 declared=declared,
                 splits=tuple(map(len, grouped)),
-                init=ir.ModuleParameter(item.name, parameter.attribute),
+                init=ir.ModuleParameter(path, parameter.attribute),
             )
             self.inputs[name] = weight
 
@@ -711,9 +729,10 @@ class _TypeChecker:
 
     def size_factors(self, node: s.Expr | None, size: ir.ParamValue) -> tuple[ir.DimFactor, ...]:
         """How a module parameter's axis is spelled: dims' names where the argument names
-        them, and a product (`G * CG`, or an `int` param declared as one) splits the axis
-        into its factors, as in a shape."""
-        if isinstance(node, s.Binary) and node.op == "mul":
+        them, and a product of named sizes (`G * CG`, or an `int` param declared as one)
+        splits the axis into its factors, as in a shape. A product with a number in it
+        (`4 * n_embd`, `16 * 5 * 5`) is one axis: a layer's width, not groups."""
+        if isinstance(node, s.Binary) and node.op == "mul" and not _has_number(node):
             return (*self.size_factors(node.lhs, None), *self.size_factors(node.rhs, None))
         if isinstance(node, s.Name) and node.id in self.dims:
             return (node.id,)
@@ -1235,7 +1254,7 @@ class _TypeChecker:
         """`fc.weight`: the name the module's parameter is held under."""
         assert isinstance(node.value, s.Name)
         module = self.modules[node.value.id]
-        present = self.module_parameters[module.name]
+        present = self.module_parameters[module.identifier]
         definition = modules.MODULES[module.kind]
         absent = next((p for p in definition.parameters if p.attribute == node.attr), None)
         if node.attr not in present and absent is not None:
@@ -1265,9 +1284,10 @@ class _TypeChecker:
             raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
         parameters = {
             attribute: s.Name(name, node.func_span)
-            for attribute, name in self.module_parameters[module.name].items()
+            for attribute, name in self.module_parameters[module.identifier].items()
         }
         arguments = dict(module.arguments)
+        statements = len(self.body)
         operand = self.expr(node.args[0])
         if not isinstance(operand.type, ir.TensorType):
             raise SpecError(f"`{module.name}` takes a tensor", node.args[0].span)
@@ -1282,9 +1302,12 @@ class _TypeChecker:
                 note=f"torch's {definition.torch} refuses it too",
             )
         given = node.args[0]
-        if definition.reads_operand_again and not isinstance(operand, ir.Ref):
-            # A norm reads its operand three times (mean, variance, centring): bound once,
-            # so that it is computed once, by one kernel when the spec is cut there.
+        bind = definition.reads_operand_again or len(self.body) > statements
+        if bind and not isinstance(operand, ir.Ref):
+            # A norm reads its operand three times (mean, variance, centring), and an
+            # operand that bound lets of its own (a linear layer's computed matrix) would
+            # bind them again: bound once, so that it is computed once, by one kernel when
+            # the spec is cut there.
             name = ir.generated_name(f"operand{sum(n.startswith('_operand') for n in self.lets)}")
             self.lets[name] = operand.type
             self.body.append(ir.Let(name, operand, given.span))
@@ -1299,7 +1322,7 @@ class _TypeChecker:
             if self.mode is ir.Mode.EVAL:
                 apply = definition.eval_apply
         value = apply(application)
-        if shape == logical:
+        if shape == logical or definition.features is not None:  # its own shape, not split
             return self.expr(value)
         return self.expr(application.call("reshape", value, *map(application.literal, logical)))
 
@@ -1334,12 +1357,12 @@ class _TypeChecker:
         buffers = {}
         for attribute in ("running_mean", "running_var"):
             # held as a module's parameters are (`bn_weight`), and as clear of spec names
-            name = f"{module.name}_{attribute}"
+            name = f"{module.identifier}_{attribute}"
             if name in self.declared:
                 first = self.declared[name]
                 raise SpecError(
                     f"`{module.name}.{attribute}` is held as `{name}`, which is already defined",
-                    self.modules[module.name].span,
+                    self.modules[module.identifier].span,
                     note=f"`{name}` is defined at line {first.line}, column {first.column}: "
                     "rename one of them",
                 )
@@ -1359,7 +1382,7 @@ class _TypeChecker:
             return application
         assert definition.updates is not None, "a module with running statistics updates them"
         for attribute, update in definition.updates(application).items():
-            name = ir.generated_name("update", f"{module.name}_{attribute}")
+            name = ir.generated_name("update", f"{module.identifier}_{attribute}")
             value = self.expr(update)  # [1, C, 1, 1]: the buffer's [C] split
             assert isinstance(value.type, ir.TensorType)
             self.outputs[name] = ir.Output(
@@ -1485,13 +1508,7 @@ class _TypeChecker:
         b_groups = self.split_groups(b.operands[0] if isinstance(b, ir.Op) else b)
         rows = a_groups[1 if a_trans else 0] if len(a_groups) == 2 else (a_shape[-2],)
         columns = b_groups[0 if b_trans else 1] if len(b_groups) == 2 else (b_shape[-1],)
-        contracted = (a_groups[0 if a_trans else 1], b_groups[1 if b_trans else 0])
-        if any(len(group) != 1 for group in contracted):
-            raise SpecError(
-                "matmul contracts a split axis",
-                node.span,
-                note="split the rows of the first operand or the columns of the second",
-            )
+        # a split contracted axis is contracted whole: the cube reads the declared layout
         logical = ir.TensorType((*a_shape[:-2], *rows, *columns), a.type.dtype)
         return ir.op("reshape", product, span=node.span, attributes=ir.Reshape(logical.shape))
 

@@ -55,7 +55,7 @@ class Forward:
     def counted(self) -> tuple[str, ...]:
         """The modules whose `num_batches_tracked` each forward counts: the BatchNorms it
         updates (torch's instance norm leaves its counter alone)."""
-        updated = {o.updates.split(".")[0] for o in self.updates}
+        updated = {o.updates.rpartition(".")[0] for o in self.updates}
         return tuple(
             m.name
             for m in self.spec.modules

@@ -100,6 +100,10 @@ class ModuleDef:
     reads_operand_again: bool = False  # `apply` names the operand more than once
     # the argument counting the channels of an [N, C, ...] operand (a norm's), or None
     channels: str | None = None
+    # the argument counting the features of the operand's last axis (a linear layer's), or
+    # None: an operand whose last axis a spec splits (`linear(C, 4 * C)`'s [B, 4, C]
+    # output) is merged back for it, as torch sees it
+    features: str | None = None
     # A module with running statistics: `apply` is training mode's value (batch
     # statistics), `eval_apply` eval mode's (the running statistics, read as `buffers`),
     # `updates` training mode's new value of each running statistic. None: `fc(x)` is the
@@ -130,6 +134,26 @@ class ModuleDef:
         if channels is not None and (len(shape) < 2 or shape[1] != int(arguments[channels])):
             return f"axis 1 holds the channels, {channels} = {arguments[channels]}"
         return self.operand_invalid(arguments, shape) if self.operand_invalid else None
+
+
+@attrs.frozen
+class StatelessModule:
+    """A torch module without state (`nn.ReLU`): in a `sequential` it takes its index, as
+    in torch's, and applies `function` (None: the operand itself)."""
+
+    torch: str
+    function: str | None
+
+
+STATELESS_MODULES = {
+    "relu": StatelessModule("torch.nn.ReLU", "relu"),
+    "tanh": StatelessModule("torch.nn.Tanh", "tanh"),
+    "sigmoid": StatelessModule("torch.nn.Sigmoid", "sigmoid"),
+    "identity": StatelessModule("torch.nn.Identity", None),
+}
+# Modules that hold others: in order (`sequential(...)`, members `0`, `1`, ...) or by name
+# (`module_dict(c_fc=...)`); the class ModelNew builds for each.
+CONTAINERS = {"sequential": "torch.nn.Sequential", "module_dict": "torch.nn.ModuleDict"}
 
 
 def _linear(a: Application) -> s.Expr:
@@ -377,7 +401,16 @@ def _group_norm_apply(a: Application) -> s.Expr:
 def channel_view(definition: ModuleDef, arguments: Arguments, shape: tuple[int, ...]) -> tuple:
     """The operand's shape as the module sees it: a channel axis a spec splits into logical
     axes (`[B, G, CG]` of `linear(K, G * CG)`) merged back into one (`[B, G * CG]`), which
-    is unambiguous, as torch would refuse a tensor whose axis 1 is not the channel count."""
+    is unambiguous, as torch would refuse a tensor whose axis 1 is not the channel count;
+    a linear layer's features, its operand's last axes, alike."""
+    if definition.features is not None:
+        features = int(arguments[definition.features])
+        for start in range(len(shape) - 1, -1, -1):
+            if math.prod(shape[start:]) == features:
+                return (*shape[:start], features)
+            if math.prod(shape[start:]) > features:
+                break
+        return shape
     if definition.channels is None or len(shape) < 2:
         return shape
     channels = int(arguments[definition.channels])
@@ -472,6 +505,7 @@ MODULES: dict[str, ModuleDef] = {
                 Parameter("bias", ("out_features",), ("bias",)),
             ),
             apply=_linear,
+            features="in_features",
         ),
         ModuleDef(
             "group_norm",
@@ -514,51 +548,54 @@ MODULES: dict[str, ModuleDef] = {
 
 
 def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
-    """`__init__` statements creating every weight in declaration order (a module when its
-    first parameter comes), as the replaced torch module does: the same draws from torch's
-    RNG."""
+    """`__init__` statements creating ModelNew's module tree and weights in the order the
+    spec declares them (`kernel.created`), as the replaced torch module does: the same
+    draws from torch's RNG, the same state_dict paths."""
+    containers = {c.path: c for c in kernel.containers}
+    modules = {m.name: m for m in kernel.modules}
+    weights = {
+        w.state_name: w for w in kernel.weights if not isinstance(w.init, ir.ModuleParameter)
+    }
     statements: list[ast.stmt] = []
-    built = set()
-    # a module with state but no parameters (BatchNorm without affine) is built where it
-    # is declared, as one with parameters is at its first
-    stateful = [
-        m
-        for m in kernel.modules
-        if MODULES[m.kind].present_buffers(dict(m.arguments))
-        and not any(getattr(w.init, "module", None) == m.name for w in kernel.weights)
-    ]
-    declared = sorted([*kernel.weights, *stateful], key=lambda d: (d.span.line, d.span.column))
-    for weight in declared:
-        if isinstance(weight, ir.Module) or isinstance(weight.init, ir.ModuleParameter):
-            name = weight.name if isinstance(weight, ir.Module) else weight.init.module
-            if name not in built:
-                built.add(name)
-                statements.append(_module_creation(kernel, name))
-            continue
-        init = weight.init
-        dtype = pytree.name(f"torch.{weight.type.dtype.torch_name}")
-        shape = kernel.forward_shape(weight)
-        if isinstance(init, ir.Drawn):
-            value = pytree.call(f"torch.{init.distribution}", shape, dtype=dtype)
-            if init.scale != 1.0:
-                value = ast.BinOp(value, ast.Mult(), pytree.value(init.scale))
-        elif isinstance(init, ir.ParamFilled):
-            fill = pytree.call("float", pytree.name(init.param))
-            value = pytree.call("torch.full", shape, fill, dtype=dtype)
-        elif init.value in (0.0, 1.0):
-            value = pytree.call(f"torch.{'ones' if init.value else 'zeros'}", shape, dtype=dtype)
+    for path in kernel.created:
+        if path in containers:
+            value = pytree.call(containers[path].torch)
+        elif path in modules:
+            module = modules[path]
+            dtype = pytree.name("torch.float32")
+            value = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
         else:
-            value = pytree.call("torch.full", shape, init.value, dtype=dtype)
-        parameter = pytree.call("torch.nn.Parameter", value)
-        statements.append(pytree.assign(f"self.{weight.name}", parameter))
+            value = _parameter(kernel, weights[path])
+        statements.append(_place(path, value))
     return statements
 
 
-def _module_creation(kernel: ir.Kernel, name: str) -> ast.stmt:
-    module = next(m for m in kernel.modules if m.name == name)
-    dtype = pytree.name("torch.float32")
-    create = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
-    return pytree.assign(f"self.{module.name}", create)
+def _parameter(kernel: ir.Kernel, weight: ir.Input) -> ast.expr:
+    """A weight as the torch module being replaced starts it."""
+    init = weight.init
+    dtype = pytree.name(f"torch.{weight.type.dtype.torch_name}")
+    shape = kernel.forward_shape(weight)
+    if isinstance(init, ir.Drawn):
+        value = pytree.call(f"torch.{init.distribution}", shape, dtype=dtype)
+        if init.scale != 1.0:
+            value = ast.BinOp(value, ast.Mult(), pytree.value(init.scale))
+    elif isinstance(init, ir.ParamFilled):
+        fill = pytree.call("float", pytree.name(init.param))
+        value = pytree.call("torch.full", shape, fill, dtype=dtype)
+    elif init.value in (0.0, 1.0):
+        value = pytree.call(f"torch.{'ones' if init.value else 'zeros'}", shape, dtype=dtype)
+    else:
+        value = pytree.call("torch.full", shape, init.value, dtype=dtype)
+    return pytree.call("torch.nn.Parameter", value)
+
+
+def _place(path: str, value: ast.expr) -> ast.stmt:
+    """`self.attn.c_attn = value`, or `self.network.append(value)` for a Sequential's next
+    member (blocks.py numbers a Sequential's members in order, from 0)."""
+    holder, _, last = path.rpartition(".")
+    if last.isdigit():
+        return pytree.statement(pytree.method(pytree.name(f"self.{holder}"), "append", value))
+    return pytree.assign(f"self.{path}", value)
 
 
 @attrs.frozen
@@ -571,28 +608,22 @@ class StateEntry:
 
 
 def state_entries(kernel: ir.Kernel) -> tuple[StateEntry, ...]:
-    """What `ModelNew.state_dict()` holds, in its order: the spec's own weights, then each
-    module's parameters and buffers (torch lists a module's own state before its
-    submodules', each submodule in the order it was assigned)."""
-    weights = kernel.weights_in_torch_order
+    """What `ModelNew.state_dict()` holds, in its order: depth first through the module
+    tree, each module's parameters, then its buffers, then its submodules' in the order
+    they were assigned (`ir.Kernel.torch_order`)."""
     entries = [
-        StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name)
-        for w in weights
-        if not isinstance(w.init, ir.ModuleParameter)
+        (
+            kernel.torch_order(w.state_name),
+            StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name),
+        )
+        for w in kernel.weights
     ]
     for module in kernel.modules:
         definition, arguments = MODULES[module.kind], dict(module.arguments)
-        entries += [
-            StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name)
-            for w in weights
-            if isinstance(w.init, ir.ModuleParameter) and w.init.module == module.name
-        ]
-        entries += [
-            StateEntry(
-                f"{module.name}.{buffer.attribute}",
-                tuple(int(arguments[size]) for size in buffer.shape),
-                buffer.dtype,
+        for buffer in definition.present_buffers(arguments):
+            name = f"{module.name}.{buffer.attribute}"
+            shape = tuple(int(arguments[size]) for size in buffer.shape)
+            entries.append(
+                (kernel.torch_order(name, buffer=True), StateEntry(name, shape, buffer.dtype))
             )
-            for buffer in definition.present_buffers(arguments)
-        ]
-    return tuple(entries)
+    return tuple(entry for _, entry in sorted(entries, key=lambda pair: pair[0]))

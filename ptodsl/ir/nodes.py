@@ -836,9 +836,25 @@ class Module:
     """`weight fc: linear(K, N)`: a torch module (a `modules.MODULES` kind) built with these
     arguments, whose parameters are the kernel's weights."""
 
-    name: str
+    name: str  # its path in ModelNew's module tree: `fc`, `attn.c_attn`, `network.0`
     kind: str
     arguments: tuple[tuple[str, ParamValue], ...]
+    span: Span
+
+    @property
+    def identifier(self) -> str:
+        """The name a spec calls it by (`attn_c_attn` inside an inlined block)."""
+        return self.name.replace(".", "_")
+
+
+@attrs.frozen
+class Container:
+    """A torch module ModelNew creates at `path` that holds others or no state (a block's
+    `nn.Module`, an `nn.Sequential`, its `nn.ReLU`): state_dict paths and Sequential
+    indices are then torch's."""
+
+    path: str
+    torch: str  # the class, called with no arguments
     span: Span
 
 
@@ -852,13 +868,15 @@ class Input(Tensor):
     # A second kernel input reading the same tensor as input `twin_of`, in another layout
     # (a matmul operand's: see passes/twin_operands.py); forward passes that tensor again.
     twin_of: str | None = attrs.field(default=None, kw_only=True)
+    # a block's own weight: its place in ModelNew's module tree (`attn.scale`)
+    path: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def state_name(self) -> str:
         """The weight's name in ModelNew's state dict (`fc.weight` for a module's)."""
-        return (
-            str(self.init) if isinstance(self.init, ModuleParameter | ModuleBuffer) else self.name
-        )
+        if isinstance(self.init, ModuleParameter | ModuleBuffer):
+            return str(self.init)
+        return self.path or self.name
 
     @property
     def is_module_state(self) -> bool:
@@ -1058,6 +1076,10 @@ class Kernel:
     program: Program | None = None  # the schedule materialised into instructions
     launches: Launches | None = None  # set by the launches pass when one launch is too big
     modules: tuple[Module, ...] = ()  # the torch modules whose parameters are weights
+    containers: tuple[Container, ...] = ()  # the modules holding others or no state
+    # ModelNew's state in the order it is created (declaration order, instances inlined):
+    # container and module paths, the own weights' state names
+    created: tuple[str, ...] = ()
     tuning: Tuning | None = None  # plan choices other than the defaults (`ptodsl tune`'s)
     # Invariants a pass establishes and every later stage keeps (ptodsl/ir/verify.py checks
     # them wherever they are claimed): `legalize` leaves only forms of the target,
@@ -1160,10 +1182,21 @@ class Kernel:
 
     @property
     def weights_in_torch_order(self) -> tuple[Input, ...]:
-        """The weights as `Module.parameters()` lists them: a module's own parameters
-        first, then its submodules' (each submodule in the order it was assigned)."""
-        own = [w for w in self.weights if not isinstance(w.init, ModuleParameter)]
-        return (*own, *(w for w in self.weights if isinstance(w.init, ModuleParameter)))
+        """The weights as `Module.parameters()` lists them: depth first, a module's own
+        parameters before its submodules', each submodule in the order it was assigned."""
+        return tuple(sorted(self.weights, key=lambda w: self.torch_order(w.state_name)))
+
+    def torch_order(self, state_name: str, buffer: bool = False) -> tuple[tuple[int, int], ...]:
+        """Where state_dict lists entry `state_name` (`attn.c_attn.weight`): a sort key,
+        by the creation order of the modules on its path; own parameters, then own
+        buffers, then submodules."""
+        created = {path: index for index, path in enumerate(self.created)}
+        owner = state_name.rpartition(".")[0]
+        key, path = [], ""
+        for segment in owner.split(".") if owner else ():
+            path = f"{path}.{segment}" if path else segment
+            key.append((2, created[path]))
+        return (*key, (1 if buffer else 0, 0))
 
     def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
         """The kernel with `transform` applied to every statement's whole expression."""

@@ -1,0 +1,92 @@
+"""KernelBench level 3 (whole networks): our own problem files of the public problems (commit
+21fbe5a, v0 shapes), each written to compute what the original computes, and a spec for each
+written as the problem writes it (an nn.Sequential as `sequential(...)`, a shortcut's
+Sequential of a convolution and a BatchNorm). Each passes `check --against` its problem at
+the sizes `examples/kernelbench-level3/scaled.toml` gives it, KernelBench's seeded no-copy
+harness, and a strict state_dict round trip."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from conftest import ROOT, scaled_problem, seeded_drop_in
+
+from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
+from ptodsl.runtime.files import import_file
+
+PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level3"
+PROBLEM_BY_NUMBER = {n: paths for n, paths in by_number(PROBLEMS.glob("*.py")).items()}
+SPECS = ROOT / "examples" / "kernelbench-level3"
+SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
+SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
+# The problems written so far (issue 47 asks for 1, 2, 3, 4, 8, 31, 33, 43, 44 and 50).
+WRITTEN = [1, 2, 3, 4, 8]
+
+
+def test_every_written_problem_has_one_file_and_one_spec():
+    assert sorted(PROBLEM_BY_NUMBER) == WRITTEN
+    assert sorted(SPEC_BY_NUMBER) == WRITTEN
+    for number, (spec,) in SPEC_BY_NUMBER.items():
+        (problem,) = PROBLEM_BY_NUMBER[number]
+        assert spec.stem == problem.stem
+    assert set(SCALED) == {spec.stem for (spec,) in SPEC_BY_NUMBER.values()}
+
+
+@pytest.mark.parametrize("number", WRITTEN)
+def test_a_level_3_problem_runs_and_is_deterministic(number):
+    """Built twice under one seed, the scaled model draws the same parameters and computes
+    the same finite output on the same inputs, in training and eval mode."""
+    (spec,) = SPEC_BY_NUMBER[number]
+    (problem,) = PROBLEM_BY_NUMBER[number]
+    module = scaled_problem(problem, spec.stem)
+    for training in (True, False):
+        outputs = []
+        for _ in range(2):
+            torch.manual_seed(0)
+            model = module.Model(*module.get_init_inputs()).train(training)
+            torch.manual_seed(1)
+            with torch.no_grad():
+                outputs.append(model(*module.get_inputs()))
+        first, second = outputs
+        assert torch.equal(first, second)
+        assert math.isfinite(first.double().abs().sum().item())
+
+
+@pytest.mark.parametrize("number", WRITTEN)
+def test_a_level_3_problem_passes_coverage_scaled(number):
+    """`ptodsl coverage tests/problems/kernelbench-level3 --specs examples/kernelbench-level3
+    --scaled`, one problem at a time: `check --against` in pypto's SIM (training, then eval
+    mode where the network has norms), the strict state_dict loads both ways included."""
+    (row,) = run_coverage(PROBLEMS, SPECS, only=[number], scaled=SCALED)
+    assert row.verdict == "PASS", row
+
+
+@pytest.mark.parametrize("number", WRITTEN)
+def test_a_level_3_spec_is_a_drop_in_under_a_seeded_harness(number, monkeypatch):
+    """KernelBench's protocol at the CI dims: `torch.manual_seed(s); Model(*init)`, then
+    `torch.manual_seed(s); ModelNew(*init)`, no weights copied, the same inputs, outputs
+    `allclose` at 1e-2 (ModelNew in pypto's SIM, its outputs from ptodsl's interpreter), in
+    training mode and in eval mode; then each model loads the other's state_dict strictly."""
+    (spec,) = SPEC_BY_NUMBER[number]
+    (problem,) = PROBLEM_BY_NUMBER[number]
+    monkeypatch.setenv("AIKG_PYPTO_RUN_MODE", "1")
+    for seed, training in ((0, True), (1, False)):
+        model, model_new, expected, got = seeded_drop_in(spec, problem, seed, training)
+        assert torch.allclose(got, expected, rtol=1e-2, atol=1e-2), (seed, spec.stem)
+        assert list(model_new.state_dict()) == list(model.state_dict())
+        model_new.load_state_dict(model.state_dict(), strict=True)
+        model.load_state_dict(model_new.state_dict(), strict=True)
+        # what a network's parameters() lists, in torch's order: an optimizer's view
+        assert [p.shape for p in model_new.parameters()] == [p.shape for p in model.parameters()]
+
+
+def test_the_problem_files_import_without_running_a_model():
+    """A problem file only defines: importing it builds no model and draws nothing."""
+    for (problem,) in PROBLEM_BY_NUMBER.values():
+        torch.manual_seed(0)
+        before = torch.rand(1)
+        torch.manual_seed(0)
+        import_file(problem, f"level3_{problem.stem}")
+        assert torch.equal(torch.rand(1), before)
