@@ -8,11 +8,14 @@ harness, and a strict state_dict round trip."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
 from conftest import ROOT, scaled_problem, seeded_drop_in
 
+import ptodsl
+from ptodsl.checking.check import run_check
 from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
 from ptodsl.runtime.files import import_file
 
@@ -22,7 +25,7 @@ SPECS = ROOT / "examples" / "kernelbench-level3"
 SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
 SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
 # The problems written so far (issue 47 asks for 1, 2, 3, 4, 8, 31, 33, 43, 44 and 50).
-WRITTEN = [1, 2, 3, 4, 8]
+WRITTEN = [1, 2, 3, 4, 8, 33]
 
 
 def test_every_written_problem_has_one_file_and_one_spec():
@@ -90,3 +93,70 @@ def test_the_problem_files_import_without_running_a_model():
         torch.manual_seed(0)
         import_file(problem, f"level3_{problem.stem}")
         assert torch.equal(torch.rand(1), before)
+
+
+# Wrong networks a compiler of blocks and sequences could emit, as edits of the generated
+# module: two layers' weights exchanged (the order of a Sequential lost), one layer's bias
+# read for another's, the last layer left out of the chain (its input read as its output
+# would need the same width: the bias alone).
+WRONG_NETWORKS = {
+    "layers exchanged": (
+        r"self\.network\[4\]\.weight|self\.network\[6\]\.weight",
+        lambda m: "self.network[6].weight" if "[4]" in m.group(0) else "self.network[4].weight",
+    ),
+    "a bias of another layer": (r"self\.network\[8\]\.bias", lambda m: "self.network[10].bias"),
+    "a layer read twice": (r"self\.network\[14\]\.", lambda m: "self.network[12]."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_NETWORKS))
+def test_check_rejects_a_deep_network_built_wrong(case, tmp_path):
+    """Nine layers deep, the check's bounds stay tight enough that a network with its
+    layers mixed up fails (with bounds summing magnitudes, a kernel ignoring its input
+    passed: its outputs varied by less than the bound)."""
+    (spec,) = SPEC_BY_NUMBER[3]
+    (problem,) = PROBLEM_BY_NUMBER[3]
+    compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
+    pattern, replacement = WRONG_NETWORKS[case]
+    wrong = re.sub(pattern, replacement, compiled.source)
+    assert wrong != compiled.source
+    module = tmp_path / "wrong.py"
+    module.write_text(wrong, encoding="utf-8")
+    report = run_check(compiled, against=problem, kernel_path=module, passes="graph")
+    assert not report.ok
+
+
+def test_a_carried_hidden_state_moves_from_call_to_call(monkeypatch):
+    """VanillaRNN keeps its hidden state on the module: built under one seed, both models
+    start from the same drawn state, and three calls in a row give the same outputs, each
+    call's differing from the last (the state moved). Neither lists it in state_dict."""
+    (spec,) = SPEC_BY_NUMBER[33]
+    (problem,) = PROBLEM_BY_NUMBER[33]
+    monkeypatch.setenv("AIKG_PYPTO_RUN_MODE", "1")
+    model, model_new, expected, got = seeded_drop_in(spec, problem, 0)
+    assert torch.allclose(got, expected, rtol=1e-2, atol=1e-2)
+    assert "hidden" not in model_new.state_dict() and "hidden" not in model.state_dict()
+    module = scaled_problem(problem, spec.stem)
+    previous = got
+    for _ in range(2):
+        inputs = module.get_inputs()
+        with torch.no_grad():
+            expected, got = model(*inputs), model_new(*inputs)
+        assert torch.allclose(got, expected, rtol=1e-2, atol=1e-2)
+        assert not torch.allclose(got, previous)
+        previous = got
+    assert torch.allclose(model_new.hidden, model.hidden, rtol=1e-2, atol=1e-2)
+
+
+def test_check_rejects_a_hidden_state_left_behind(tmp_path):
+    """The wrong module a compiler of carried state could emit: forward computes the new
+    hidden state but never keeps it."""
+    (spec,) = SPEC_BY_NUMBER[33]
+    (problem,) = PROBLEM_BY_NUMBER[33]
+    compiled = ptodsl.compile(spec.read_text(encoding="utf-8"), name=spec.name)
+    kept = re.compile(r"^\s*self\.hidden\.copy_\(.*\)\n", re.MULTILINE)
+    assert len(kept.findall(compiled.source)) == 1
+    module = tmp_path / "forgetful.py"
+    module.write_text(kept.sub("", compiled.source), encoding="utf-8")
+    report = run_check(compiled, against=problem, kernel_path=module, passes="graph")
+    assert not report.ok

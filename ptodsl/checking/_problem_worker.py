@@ -220,19 +220,25 @@ def _forward_from(
 ) -> list[torch.Tensor]:
     """The outputs of one forward from the draw's `buffers` values, torch seeded with
     `seed` just before it as ModelNew's run is (its dropout masks are then the same draws);
-    then the `updated` buffers' new values. The buffers forward changed join `moved`."""
+    then the `updated` buffers' new values. The buffers forward changed join `moved`. A
+    tensor the spec carries (`state hidden`) is a plain attribute of the Model (VanillaRNN's
+    `self.hidden = torch.randn(...)`): set before forward, read after it."""
     own = dict(model.named_buffers())
     for name, value in buffers.items():
-        if name not in own:
+        if name in own:
+            with torch.no_grad():
+                own[name].copy_(value)
+        elif isinstance(getattr(model, name, None), torch.Tensor):
+            setattr(model, name, value.double())
+        else:
             raise ProblemFault(f"the Model has no buffer `{name}`, which the spec reads")
-        with torch.no_grad():
-            own[name].copy_(value)
     before = {name: value.detach().clone() for name, value in own.items()}
     if seed is not None:
         torch.manual_seed(seed)
     outputs = _forward(model, given)
     moved.update(name for name, value in own.items() if not torch.equal(value, before[name]))
-    return outputs + [_own(own[name].detach().clone()) for name in updated]
+    after = [own[name] if name in own else getattr(model, name) for name in updated]
+    return outputs + [_own(value.detach().clone()) for value in after]
 
 
 def _forward(model: torch.nn.Module, given: list[Any]) -> list[torch.Tensor]:

@@ -355,7 +355,7 @@ class Case:
         """`ModelNew.forward`'s arguments, and the weights' values to load as module state."""
         pairs = list(zip(checked.inputs, self.inputs, strict=True))
         tensors = [value for tensor, value in pairs if tensor.init is None]
-        state = {tensor.state_name: value for tensor, value in pairs if tensor.is_module_state}
+        state = {tensor.state_name: value for tensor, value in pairs if tensor.is_held}
         return [*tensors, *self.forward_scalars], state
 
 

@@ -157,8 +157,8 @@ def draw_inputs(kernel: ir.Kernel, draw: Draw) -> list[torch.Tensor]:
         if isinstance(tensor.init, ir.DropoutMask):
             values.append(next(masks))
             continue
-        # A module buffer (a running statistic) varies as data does: a small running
-        # variance is where eval mode's eps matters.
+        # A module buffer (a running statistic) or a carried state varies as data does: a
+        # small running variance is where eval mode's eps matters.
         weight = tensor.is_weight
         seed = draw.weight_seed if weight else draw.data_seed
         value = make_input(tensor, index, seed, ties=tensor.name in tied)

@@ -490,7 +490,7 @@ def _call(kernel: ir.Kernel, device: ast.expr) -> list[ast.stmt]:
         source = name(read.name)
         if read.is_weight:
             source = method(name(f"self.{read.state_name}"), "detach")
-        elif read.is_module_state:
+        elif read.is_held:
             source = name(f"self.{read.state_name}")
         contiguous = method(source, "contiguous")
         # A cut tensor is reshaped per launch, after its launch's chunk is cut.

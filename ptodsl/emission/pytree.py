@@ -139,8 +139,10 @@ def call(function: str | ast.expr, *arguments: object, **keywords: object) -> as
     )
 
 
-def method(receiver: ast.expr, method_name: str, *arguments: object) -> ast.Call:
-    return call(ast.Attribute(receiver, method_name, ast.Load()), *arguments)
+def method(
+    receiver: ast.expr, method_name: str, *arguments: object, **keywords: object
+) -> ast.Call:
+    return call(ast.Attribute(receiver, method_name, ast.Load()), *arguments, **keywords)
 
 
 def assign(target: str | ast.expr, expression: object, comment: str | None = None) -> ast.Assign:

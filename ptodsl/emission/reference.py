@@ -107,7 +107,7 @@ def emit_reference(kernel: ir.Kernel, filename: str) -> str:
         defaults={p.name: defaults[p.name] for p in init_params if p.name in defaults},
         keyword_only=[p.name for p in init_params],
     )
-    state = {t.name: f"self.{t.state_name}" for t in kernel.inputs if t.is_module_state}
+    state = {t.name: f"self.{t.state_name}" for t in kernel.inputs if t.is_held}
     call = pytree.call(
         "reference",
         *(pytree.name(state.get(t.name, t.name)) for t in kernel.inputs),

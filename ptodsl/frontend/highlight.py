@@ -20,7 +20,14 @@ from ptodsl.grammar import GRAMMAR_TEXT
 from ptodsl.ir.nodes import DType
 
 # The grammar's keywords (tests/test_highlight.py checks them against grammar/ptodsl.lark).
-NAMING_KEYWORDS = ("param", "input", "weight", "output", "let")  # each declares the next name
+NAMING_KEYWORDS = (
+    "param",
+    "input",
+    "weight",
+    "state",
+    "output",
+    "let",
+)  # each declares the next name
 DECLARATION_KEYWORDS = ("kernel", "block", "dims", *NAMING_KEYWORDS)
 BLOCK_KEYWORDS = ("forward", "return", "end")  # the lines of a block after its state
 DOMAIN_KEYWORD = "in"

@@ -143,6 +143,10 @@ class _ToSyntax(Transformer):
         name, tensor_type, init = children
         return s.WeightDecl(str(name), tensor_type, init, _span(name))
 
+    def state_decl(self, meta, children):
+        name, tensor_type, init = children
+        return s.StateDecl(str(name), tensor_type, init, _span(name))
+
     def scaled_draw(self, meta, children):
         name, factor = children
         return s.Binary("mul", s.Name(str(name), _span(name)), factor, _span(meta))

@@ -265,6 +265,16 @@ class ModuleDecl:
 
 
 @attrs.frozen
+class StateDecl:
+    """`state hidden: f32[B, H] = randn`: a tensor ModelNew carries between calls."""
+
+    name: str
+    type: TensorTypeExpr
+    init: Name | Binary | Number
+    span: Span
+
+
+@attrs.frozen
 class OutputDecl:
     name: str
     type: TensorTypeExpr
@@ -327,6 +337,7 @@ Item = (
     | InputDecl
     | WeightDecl
     | ModuleDecl
+    | StateDecl
     | OutputDecl
     | Let
     | Assign

@@ -292,6 +292,7 @@ class _TypeChecker:
         self.modules: dict[str, ir.Module] = {}
         self.containers: list[ir.Container] = []
         self.created: list[str] = []  # ModelNew's state in creation order (ir.Kernel.created)
+        self.current: dict[str, str] = {}  # an assigned state -> the let holding its new value
         # per module, its present parameters' attribute -> the weight they are held as
         self.module_parameters: dict[str, dict[str, str]] = {}
         self.split_params: dict[str, s.Binary] = {}
@@ -520,6 +521,53 @@ class _TypeChecker:
         self.check_weight_dtype(weight, item.type.dtype_span)
         self.inputs[item.name] = weight
         self.created.append(weight.state_name)
+
+    def item_StateDecl(self, item: s.StateDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        start = self.weight_init(item.init)
+        if isinstance(start, ir.ModuleParameter):  # pragma: no cover - weight_init's
+            raise AssertionError(start)
+        tensor = self.declared_tensor(ir.Input, item, init=ir.Carried(start))
+        self.check_weight_dtype(tensor, item.type.dtype_span)
+        self.inputs[item.name] = tensor
+        self.created.append(item.name)
+
+    def assign_state(self, item: s.Assign) -> None:
+        """`hidden = tanh(...)`: the state's new value, which forward keeps for the next
+        call (an output updating it) and which the statements after this one read."""
+        state = self.inputs[item.target]
+        if item.target in self.stored:
+            first = self.stored[item.target]
+            raise SpecError(
+                f"state `{item.target}` is assigned twice",
+                item.span,
+                note=f"first assigned at line {first.line}; bind steps with `let`",
+            )
+        _check_size(item.value)
+        _check_nesting(item.value)
+        value = self.expr(item.value)
+        if value.type != state.type:
+            raise SpecError(
+                f"state `{item.target}` is {state.type}, but this value is {value.type}",
+                item.value.span,
+            )
+        self.stored[item.target] = item.span
+        new = ir.generated_name("new", item.target)
+        self.lets[new] = value.type
+        self.body.append(ir.Let(new, value, item.span))
+        update = ir.generated_name("update", item.target)
+        self.outputs[update] = ir.Output(
+            update,
+            value.type,
+            item.span,
+            state.dims,
+            declared=state.declared_shape,
+            splits=state.splits,
+            updates=item.target,
+        )
+        self.stored[update] = item.span
+        self.body.append(ir.Store(update, ir.Ref(new, value.type, item.span), item.span))
+        self.current[item.target] = new
 
     def item_ContainerDecl(self, item: s.ContainerDecl) -> None:  # noqa: N802
         self.containers.append(ir.Container(item.path, item.torch, item.span))
@@ -854,6 +902,8 @@ class _TypeChecker:
         self.body.append(ir.Let(item.name, value, item.span))
 
     def item_Assign(self, item: s.Assign) -> None:  # noqa: N802
+        if item.target in self.inputs and self.inputs[item.target].is_carried:
+            return self.assign_state(item)
         if item.target not in self.outputs:
             if item.target in self.declared:
                 raise SpecError(f"cannot assign to `{item.target}`: it is not an output", item.span)
@@ -912,6 +962,8 @@ class _TypeChecker:
 
     def expr_Name(self, node: s.Name) -> ir.Expr:  # noqa: N802
         name = node.id
+        if name in self.current:  # a state after its assignment: its new value
+            return ir.Ref(self.current[name], self.lets[self.current[name]], node.span)
         if name in self.inputs:
             return ir.Ref(name, self.inputs[name].type, node.span)
         if name in self.params:

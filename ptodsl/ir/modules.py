@@ -548,14 +548,15 @@ MODULES: dict[str, ModuleDef] = {
 
 
 def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
-    """`__init__` statements creating ModelNew's module tree and weights in the order the
-    spec declares them (`kernel.created`), as the replaced torch module does: the same
-    draws from torch's RNG, the same state_dict paths."""
+    """`__init__` statements creating ModelNew's module tree, weights and carried tensors in
+    the order the spec declares them (`kernel.created`), as the replaced torch module does:
+    the same draws from torch's RNG, the same state_dict paths."""
     containers = {c.path: c for c in kernel.containers}
     modules = {m.name: m for m in kernel.modules}
     weights = {
         w.state_name: w for w in kernel.weights if not isinstance(w.init, ir.ModuleParameter)
     }
+    carried = {t.name: t for t in kernel.inputs if t.is_carried}
     statements: list[ast.stmt] = []
     for path in kernel.created:
         if path in containers:
@@ -564,17 +565,29 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
             module = modules[path]
             dtype = pytree.name("torch.float32")
             value = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
+        elif path in carried:  # a buffer outside state_dict, which moves with the module
+            tensor = carried[path]
+            assert isinstance(tensor.init, ir.Carried)
+            start = _initial_value(kernel, tensor, tensor.init.start)
+            register = pytree.method(
+                pytree.name("self"), "register_buffer", path, start, persistent=False
+            )
+            statements.append(pytree.statement(register))
+            continue
         else:
-            value = _parameter(kernel, weights[path])
+            weight = weights[path]
+            value = pytree.call("torch.nn.Parameter", _initial_value(kernel, weight, weight.init))
         statements.append(_place(path, value))
     return statements
 
 
-def _parameter(kernel: ir.Kernel, weight: ir.Input) -> ast.expr:
-    """A weight as the torch module being replaced starts it."""
-    init = weight.init
-    dtype = pytree.name(f"torch.{weight.type.dtype.torch_name}")
-    shape = kernel.forward_shape(weight)
+def _initial_value(
+    kernel: ir.Kernel, tensor: ir.Input, init: ir.Filled | ir.Drawn | ir.ParamFilled
+) -> ast.expr:
+    """A weight's (a carried tensor's) first value, as the torch module being replaced
+    makes it."""
+    dtype = pytree.name(f"torch.{tensor.type.dtype.torch_name}")
+    shape = kernel.forward_shape(tensor)
     if isinstance(init, ir.Drawn):
         value = pytree.call(f"torch.{init.distribution}", shape, dtype=dtype)
         if init.scale != 1.0:
@@ -586,7 +599,7 @@ def _parameter(kernel: ir.Kernel, weight: ir.Input) -> ast.expr:
         value = pytree.call(f"torch.{'ones' if init.value else 'zeros'}", shape, dtype=dtype)
     else:
         value = pytree.call("torch.full", shape, init.value, dtype=dtype)
-    return pytree.call("torch.nn.Parameter", value)
+    return value
 
 
 def _place(path: str, value: ast.expr) -> ast.stmt:

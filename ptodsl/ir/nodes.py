@@ -828,7 +828,19 @@ class DropoutMask:
         return f"dropout mask (p = {self.p})"
 
 
-StateInit = WeightInit | ModuleBuffer | DropoutMask
+@attrs.frozen
+class Carried:
+    """A tensor ModelNew carries from one forward to the next (`state hidden: f32[B, H] =
+    randn`): created as `start` says, a buffer outside state_dict (torch's non-persistent
+    one, so it moves with the module), read by forward and replaced by its new value."""
+
+    start: Filled | Drawn | ParamFilled
+
+    def __str__(self) -> str:
+        return f"carried, starts {self.start}"
+
+
+StateInit = WeightInit | ModuleBuffer | DropoutMask | Carried
 
 
 @attrs.frozen
@@ -882,12 +894,24 @@ class Input(Tensor):
     def is_module_state(self) -> bool:
         """In ModelNew's state_dict: a weight or a module buffer (a dropout mask is drawn
         by forward)."""
-        return self.init is not None and not isinstance(self.init, DropoutMask)
+        return self.init is not None and not isinstance(self.init, DropoutMask | Carried)
 
     @property
     def is_weight(self) -> bool:
         """A parameter of ModelNew (its own or a module's)."""
-        return self.init is not None and not isinstance(self.init, ModuleBuffer | DropoutMask)
+        return self.init is not None and not isinstance(
+            self.init, ModuleBuffer | DropoutMask | Carried
+        )
+
+    @property
+    def is_carried(self) -> bool:
+        return isinstance(self.init, Carried)
+
+    @property
+    def is_held(self) -> bool:
+        """ModelNew holds it and forward reads it from there: module state or a carried
+        tensor."""
+        return self.is_module_state or self.is_carried
 
 
 @attrs.frozen
@@ -1162,8 +1186,8 @@ class Kernel:
 
     @property
     def buffer_inputs(self) -> tuple[Input, ...]:
-        """The module buffers the kernel reads (eval mode's running statistics)."""
-        return tuple(t for t in self.inputs if isinstance(t.init, ModuleBuffer))
+        """The buffers the kernel reads (eval mode's running statistics, carried tensors)."""
+        return tuple(t for t in self.inputs if isinstance(t.init, ModuleBuffer | Carried))
 
     @property
     def dropout_masks(self) -> tuple[Input, ...]:
@@ -1337,6 +1361,8 @@ def format_kernel(kernel: Kernel) -> str:
             kind = f"buffer ({tensor.init})"
         elif isinstance(tensor.init, DropoutMask):
             kind = f"input ({tensor.init})"
+        elif isinstance(tensor.init, Carried):
+            kind = f"state ({tensor.init})"
         if tensor.twin_of is not None:
             kind += f" (twin of {tensor.twin_of})"
         lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")

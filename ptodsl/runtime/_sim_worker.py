@@ -52,11 +52,22 @@ def simulate(request: Mapping[str, Any], payload: dict[str, Any], folder: Path) 
     model = module.ModelNew(**payload["init_kwargs"])
     if payload["state"]:
         # The weights are every parameter; a module's buffers (BatchNorm's running
-        # statistics) are loaded when the spec reads them, else keep their initial values.
-        missing, unexpected = model.load_state_dict(payload["state"], strict=False)
+        # statistics) are loaded when the spec reads them, else keep their initial values;
+        # a carried tensor (`state`) is a buffer outside state_dict, set in place.
+        buffers = dict(model.named_buffers())
+        persistent = model.state_dict()
+        carried = {n: v for n, v in payload["state"].items() if n not in persistent}
+        state = {n: v for n, v in payload["state"].items() if n not in carried}
+        missing, unexpected = model.load_state_dict(state, strict=False)
         parameters = dict(model.named_parameters())
         unloaded = [name for name in missing if name in parameters]
-        assert not unexpected and not unloaded, f"state {unexpected} does not fit {unloaded}"
+        unknown = [name for name in carried if name not in buffers]
+        assert not (unexpected or unloaded or unknown), (
+            f"state {unexpected + unknown} does not fit {unloaded}"
+        )
+        with torch.no_grad():
+            for name, value in carried.items():
+                buffers[name].copy_(value)
     model.train(payload["training"])
     if payload["forward_seed"] is not None:
         torch.manual_seed(payload["forward_seed"])  # the problem's run draws dropout so
