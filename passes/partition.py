@@ -60,7 +60,7 @@ def partition(
     whose every part it lowers. A spec no cut helps raises its frame error, or, when a cut
     got around the frame but one of its kernels hit another limit, that error. `per_op`: a
     kernel per op instead (`Tuning(kernels="per_op")`: the unfused baseline)."""
-    checked = _without_unread_inputs(checked)
+    checked = _without_unread_inputs(_without_unread_lets(checked))
     if per_op:
         return _per_op(checked, lower_one)
     try:
@@ -371,6 +371,20 @@ def _closure(names: set[str], lets: dict[str, ir.Let]) -> set[str]:
         done.add(name)
         pending += [n for n in _read([lets[name]]) if n in lets and n not in done]
     return done
+
+
+def _without_unread_lets(kernel: ir.Kernel) -> ir.Kernel:
+    """Lets no output depends on are computed by no kernel (a cut there would give a kernel
+    with nothing to write)."""
+    kept: list[ir.Stmt] = []
+    needed: set[str] = set()
+    for stmt in reversed(kernel.body):
+        if isinstance(stmt, ir.Store) or stmt.name in needed:
+            kept.append(stmt)
+            needed |= _read([stmt])
+    if len(kept) == len(kernel.body):
+        return kernel
+    return attrs.evolve(kernel, body=tuple(reversed(kept)))
 
 
 def _without_unread_inputs(kernel: ir.Kernel) -> ir.Kernel:

@@ -375,3 +375,20 @@ def test_the_kernel_per_op_baseline_keeps_reshapes_with_their_reader():
     writes = [call.writes for call in compiled.program.calls]
     assert ("g",) not in writes and ("z",) not in writes  # views, not kernels
     assert writes[0] == ("conv_value",) and writes[-1] == ("y",)
+
+
+def test_a_let_no_output_reads_is_left_out_of_every_kernel():
+    """An unread let beside a chain that needs cutting: the cut used to try a kernel with
+    nothing to write (an internal error); the let is dead code, computed by no kernel."""
+    spec = (
+        "kernel unread\ndims B = 1, K = 64, H1 = 32, H2 = 48, N = 16\ninput x: f32[B, K]\n"
+        "weight fc1: linear(K, H1)\nweight fc2: linear(H1, H2)\nweight fc3: linear(H2, N)\n"
+        "output y: f32[B, N]\nlet unused = relu(fc1(x)) * 3.0\nlet a = relu(fc1(x))\n"
+        "y = fc3(relu(fc2(a)))\n"
+    )
+    compiled = ptodsl.compile(spec)
+    assert all(
+        "unused" not in {s.name for s in k.body if isinstance(s, ir.Let)}
+        for k in compiled.lowered.kernels
+    )
+    assert run_check(compiled, passes="graph").ok
