@@ -158,9 +158,9 @@ ERRORS = {
     ),
     "operand count": (NETWORK.replace("enc(x, x) +", "enc(x) +"), "`enc` takes 2 operands, not 1"),
     "a block reading the spec's tensor": (
-        NETWORK.replace("+ y\nend", "+ y + z\nend")
-        .replace("input  x: f32[B, C]\n", "input  x: f32[B, C]\ninput  z0: f32[B, C]\n")
-        .replace("+ y + z\n", "+ y + z0\n"),
+        NETWORK.replace(
+            "input  x: f32[B, C]\n", "input  x: f32[B, C]\ninput  z0: f32[B, C]\n"
+        ).replace("+ y\nend", "+ y + z0\nend"),
         "block `encoder` does not see the spec's `z0`",
     ),
     "sequential by name": (

@@ -86,6 +86,13 @@ CASES = {
     "output y: f32[M, N, 1]\ny = inorm(x)\n",
     "dropout_probability_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = dropout(x, 1.5)\n",
+    "state_assigned_twice": HEADER + "input x: f32[M, N]\nstate h: f32[M, N] = zeros\n"
+    "output y: f32[M, N]\nh = x\nh = x * 2.0\ny = h\n",
+    "state_of_another_shape": HEADER + "input x: f32[M]\nstate h: f32[M, N] = zeros\n"
+    "output y: f32[M, N]\nh = x\ny = h\n",
+    "block_sees_spec_tensor": HEADER + "input x: f32[M, N]\nblock scaled(k: f32)\n"
+    "    forward(v)\n    return v * k + x\nend\nweight s: scaled(2.0)\noutput y: f32[M, N]\n"
+    "y = s(x)\n",
     "matmul_split_batched_operand": HEADER + "input a: f32[2, M, 2 * N]\ninput b: f32[16, N]\n"
     "output y: f32[2, M, N]\ny = a @ b\n",
     "kernel_name_too_long": "kernel " + "k" * 101 + "\n",

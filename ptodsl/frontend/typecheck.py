@@ -532,17 +532,20 @@ class _TypeChecker:
         self.inputs[item.name] = tensor
         self.created.append(item.name)
 
+    def refuse_second_assignment(self, item: s.Assign, kind: str, advice: str = "") -> None:
+        if item.target in self.stored:
+            first = self.stored[item.target]
+            raise SpecError(
+                f"{kind} `{item.target}` is assigned twice",
+                item.span,
+                note=f"first assigned at line {first.line}{advice}",
+            )
+
     def assign_state(self, item: s.Assign) -> None:
         """`hidden = tanh(...)`: the state's new value, which forward keeps for the next
         call (an output updating it) and which the statements after this one read."""
         state = self.inputs[item.target]
-        if item.target in self.stored:
-            first = self.stored[item.target]
-            raise SpecError(
-                f"state `{item.target}` is assigned twice",
-                item.span,
-                note=f"first assigned at line {first.line}; bind steps with `let`",
-            )
+        self.refuse_second_assignment(item, "state", "; bind steps with `let`")
         _check_size(item.value)
         _check_nesting(item.value)
         value = self.expr(item.value)
@@ -550,6 +553,7 @@ class _TypeChecker:
             raise SpecError(
                 f"state `{item.target}` is {state.type}, but this value is {value.type}",
                 item.value.span,
+                note="a state keeps its shape and dtype from call to call",
             )
         self.stored[item.target] = item.span
         new = ir.generated_name("new", item.target)
@@ -912,13 +916,7 @@ class _TypeChecker:
                 item.span,
                 note=f"declare it (`output {item.target}: f32[...]`) or bind it with `let`",
             )
-        if item.target in self.stored:
-            first = self.stored[item.target]
-            raise SpecError(
-                f"output `{item.target}` is assigned twice",
-                item.span,
-                note=f"first assigned at line {first.line}",
-            )
+        self.refuse_second_assignment(item, "output")
         output = self.outputs[item.target]
         _check_size(item.value)
         _check_nesting(item.value)
