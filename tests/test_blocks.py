@@ -196,3 +196,66 @@ def test_block_errors_point_at_the_spec(case):
         ptodsl.compile(text, name="network.pto")
     assert message in str(raised.value)
     assert re.search(r"network\.pto:\d+:\d+: error: ", str(raised.value))
+
+
+# Random networks: a Sequential of linear layers (each with or without its bias) and
+# stateless activations, written both as a spec and as the torch network, then compared
+# (state_dict names and order, the seeded draws, and `check --against` in pypto's SIM).
+ACTIVATIONS = {"relu": "nn.ReLU()", "tanh": "nn.Tanh()", "sigmoid": "nn.Sigmoid()"}
+
+
+def random_network(seed: int) -> tuple[str, str]:
+    """A spec and the torch problem file of the same random Sequential."""
+    import random
+
+    chooser = random.Random(seed)
+    batch, widths = chooser.choice([1, 2, 4, 8]), [chooser.choice([8, 16, 24, 40, 64])]
+    spec_members, torch_members = [], []
+    for _ in range(chooser.randint(1, 4)):
+        width = chooser.choice([8, 16, 24, 40, 64])
+        bias = chooser.random() < 0.8
+        spec_members.append(f"linear({widths[-1]}, {width}, bias={str(bias).lower()})")
+        torch_members.append(f"nn.Linear({widths[-1]}, {width}, bias={bias})")
+        widths.append(width)
+        if chooser.random() < 0.7:
+            activation = chooser.choice(sorted(ACTIVATIONS))
+            spec_members.append(f"{activation}()")
+            torch_members.append(ACTIVATIONS[activation])
+    spec = (
+        f"kernel net{seed}\ndims B = {batch}\ninput x: f32[B, {widths[0]}]\n"
+        f"weight layers: sequential({', '.join(spec_members)})\n"
+        f"output y: f32[B, {widths[-1]}]\ny = layers(x)\n"
+    )
+    problem = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        f"        self.layers = nn.Sequential({', '.join(torch_members)})\n\n"
+        "    def forward(self, x):\n        return self.layers(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn({batch}, {widths[0]})]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    return spec, problem
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_random_network_is_its_torch_network(seed, tmp_path):
+    spec, problem = random_network(seed)
+    path = tmp_path / f"net{seed}.py"
+    path.write_text(problem, encoding="utf-8")
+    compiled = ptodsl.compile(spec, name=f"net{seed}.pto")
+    module = import_file(path, f"random_network_{seed}")
+    torch.manual_seed(seed)
+    model = module.Model()
+    torch.manual_seed(seed)
+    model_new = compiled.ModelNew()
+    theirs, ours = model.state_dict(), model_new.state_dict()
+    assert list(ours) == list(theirs), spec
+    assert all(torch.equal(ours[name], value) for name, value in theirs.items()), spec
+    report = run_check(compiled, against=path, passes="graph")
+    assert report.ok, spec + str(report.to_json())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3, 30))
+def test_many_random_networks_are_their_torch_networks(seed, tmp_path):
+    test_a_random_network_is_its_torch_network(seed, tmp_path)
