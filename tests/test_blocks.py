@@ -14,6 +14,7 @@ from conftest import ROOT
 
 import ptodsl
 from ptodsl.checking.check import run_check
+from ptodsl.checking.problems import ProblemError
 from ptodsl.ir import nodes as ir
 from ptodsl.runtime.files import import_file
 
@@ -259,3 +260,70 @@ def test_a_random_network_is_its_torch_network(seed, tmp_path):
 @pytest.mark.parametrize("seed", range(3, 30))
 def test_many_random_networks_are_their_torch_networks(seed, tmp_path):
     test_a_random_network_is_its_torch_network(seed, tmp_path)
+
+
+CAUSAL_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, width, length):
+        super().__init__()
+        self.proj = nn.Linear(width, length)
+        self.register_buffer("mask", torch.tril(torch.ones(length, length)))
+
+    def forward(self, x):
+        scores = self.proj(x)
+        return torch.softmax(scores.masked_fill(self.mask == 0, -1e9), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(16, 8)]
+
+
+def get_init_inputs():
+    return [8, 16]
+"""
+CAUSAL_SPEC = """kernel causal
+dims   T = 16, C = 8
+param  width: int = C
+param  length: int = T
+input  x: f32[T, C]
+weight proj: linear(width, length)
+buffer mask: f32[T, T] = tril(ones)
+output y: f32[T, T]
+y = softmax(where(mask == 0.0, -1e9, proj(x)), axis=1)
+"""
+
+
+def test_a_registered_buffer_is_the_models(tmp_path):
+    """`buffer mask: f32[T, T] = tril(ones)` is `register_buffer("mask", torch.tril(...))`:
+    in state_dict after the parameters, the same values, and the check passes."""
+    problem = tmp_path / "causal.py"
+    problem.write_text(CAUSAL_PROBLEM, encoding="utf-8")
+    compiled = ptodsl.compile(CAUSAL_SPEC, name="causal.pto")
+    module = import_file(problem, "causal_problem")
+    model, model_new = module.Model(8, 16), compiled.ModelNew(8, 16)
+    assert (
+        list(model_new.state_dict())
+        == list(model.state_dict())
+        == [
+            "mask",
+            "proj.weight",
+            "proj.bias",
+        ]
+    )
+    assert torch.equal(model_new.mask, model.mask)
+    assert [n for n, _ in model_new.named_parameters()] == ["proj.weight", "proj.bias"]
+    assert run_check(compiled, against=problem, passes="graph").ok
+
+
+@pytest.mark.parametrize("wrong", ["tril(ones, diagonal=1)", "triu(ones)", "ones"])
+def test_check_rejects_a_mask_off_by_one(wrong, tmp_path):
+    """A causal mask one diagonal off, the other triangle, or none: the check gives both
+    models the spec's buffer, so it first holds ModelNew's to the Model's as built."""
+    problem = tmp_path / "causal.py"
+    problem.write_text(CAUSAL_PROBLEM, encoding="utf-8")
+    compiled = ptodsl.compile(CAUSAL_SPEC.replace("tril(ones)", wrong), name="causal.pto")
+    with pytest.raises(ProblemError, match="buffer `mask`: ModelNew builds it with other"):
+        run_check(compiled, against=problem, passes="graph")

@@ -309,6 +309,13 @@ def _drop_in(
         except Exception as error:  # noqa: BLE001 - reported as the check's failure
             other = "Model" if what == "ModelNew" else "ModelNew"
             loads.append(f"{what}.load_state_dict({other}().state_dict(), strict=True): {error}")
+    # a constant the Model registers (GPT's causal mask) must be built alike: the check
+    # gives both models the spec's value afterwards, which would hide a wrong one
+    built_buffers = dict(built.named_buffers())
+    for name, value in model.named_buffers():
+        mine = built_buffers.get(name)
+        if mine is not None and mine.shape == value.shape and not torch.equal(mine, value):
+            loads.append(f"buffer `{name}`: ModelNew builds it with other values than the Model")
     return {"parameters": _described(built), "error": None, "loads": loads}
 
 

@@ -157,12 +157,25 @@ def draw_inputs(kernel: ir.Kernel, draw: Draw) -> list[torch.Tensor]:
         if isinstance(tensor.init, ir.DropoutMask):
             values.append(next(masks))
             continue
+        if isinstance(tensor.init, ir.Registered):  # a constant: as the module registers it
+            values.append(registered_value(tensor))
+            continue
         # A module buffer (a running statistic) or a carried state varies as data does: a
         # small running variance is where eval mode's eps matters.
         weight = tensor.is_weight
         seed = draw.weight_seed if weight else draw.data_seed
         value = make_input(tensor, index, seed, ties=tensor.name in tied)
         values.append(value if weight else transformed(value, tensor.domain, draw, index))
+    return values
+
+
+def registered_value(tensor: ir.Input) -> torch.Tensor:
+    """A registered buffer's constant value (`tril(ones)`)."""
+    init = tensor.init
+    assert isinstance(init, ir.Registered)
+    values = torch.full(tensor.declared_shape, init.fill, dtype=TORCH_DTYPES[tensor.type.dtype])
+    if init.triangle is not None:
+        values = getattr(torch, init.triangle)(values, diagonal=init.diagonal)
     return values
 
 

@@ -128,7 +128,8 @@ class _Expander:
                 if isinstance(item, s.Let):
                     self.spec_names.add(item.name)
             else:
-                if isinstance(item, s.InputDecl | s.WeightDecl | s.StateDecl | s.OutputDecl):
+                declares = s.InputDecl | s.WeightDecl | s.StateDecl | s.BufferDecl | s.OutputDecl
+                if isinstance(item, declares):
                     self.spec_names.add(item.name)
                 self.items.append(item)
         return self.items

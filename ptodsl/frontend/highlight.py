@@ -25,6 +25,7 @@ NAMING_KEYWORDS = (
     "input",
     "weight",
     "state",
+    "buffer",
     "output",
     "let",
 )  # each declares the next name

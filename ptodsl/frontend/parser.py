@@ -143,6 +143,22 @@ class _ToSyntax(Transformer):
         name, tensor_type, init = children
         return s.WeightDecl(str(name), tensor_type, init, _span(name))
 
+    def buffer_decl(self, meta, children):
+        name, tensor_type, init = children
+        return s.BufferDecl(str(name), tensor_type, init, _span(name))
+
+    def triangle(self, meta, children):
+        function, fill, keyword, diagonal = children
+        shift = 0 if diagonal is None else diagonal.value
+        if keyword is not None and (str(keyword) != "diagonal" or not float(shift).is_integer()):
+            raise SpecError(
+                f"`{function}` of a buffer takes `diagonal=` and an integer",
+                _span(keyword),
+                note=f"`{function}(ones, diagonal=1)`",
+            )
+        fill_name = s.Name(str(fill), _span(fill))
+        return s.Triangle(str(function), fill_name, int(shift), _span(meta))
+
     def state_decl(self, meta, children):
         name, tensor_type, init = children
         return s.StateDecl(str(name), tensor_type, init, _span(name))

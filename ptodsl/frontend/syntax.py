@@ -275,6 +275,26 @@ class StateDecl:
 
 
 @attrs.frozen
+class Triangle:
+    """`tril(ones)`, `triu(ones, diagonal=1)`: a buffer's triangle of ones."""
+
+    function: str  # "tril" | "triu"
+    fill: Name
+    diagonal: int
+    span: Span
+
+
+@attrs.frozen
+class BufferDecl:
+    """`buffer mask: f32[T, T] = tril(ones)`: a constant the module registers."""
+
+    name: str
+    type: TensorTypeExpr
+    init: Name | Binary | Number | Triangle
+    span: Span
+
+
+@attrs.frozen
 class OutputDecl:
     name: str
     type: TensorTypeExpr
@@ -338,6 +358,7 @@ Item = (
     | WeightDecl
     | ModuleDecl
     | StateDecl
+    | BufferDecl
     | OutputDecl
     | Let
     | Assign

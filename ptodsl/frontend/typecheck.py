@@ -532,6 +532,36 @@ class _TypeChecker:
         self.inputs[item.name] = tensor
         self.created.append(item.name)
 
+    def item_BufferDecl(self, item: s.BufferDecl) -> None:  # noqa: N802
+        self.declare(item.name, item.span)
+        init = item.init
+        if isinstance(init, s.Triangle):
+            if init.function not in ("tril", "triu") or init.fill.id not in WEIGHT_FILLS:
+                raise SpecError(
+                    f"a buffer starts as `tril(ones)` or `triu(ones)`, not "
+                    f"`{init.function}({init.fill.id})`",
+                    init.span,
+                    note="`tril(ones, diagonal=k)` keeps the ones on and below diagonal k",
+                )
+            registered = ir.Registered(WEIGHT_FILLS[init.fill.id], init.function, init.diagonal)
+        else:
+            start = self.weight_init(init)
+            if not isinstance(start, ir.Filled):
+                raise SpecError(
+                    f"a buffer is a constant: `{item.name}` cannot start {start}",
+                    init.span,
+                    note="`ones`, `zeros`, a number, `tril(ones)` or `triu(ones)`; a drawn "
+                    "tensor carried between calls is a `state`",
+                )
+            registered = ir.Registered(start.value)
+        if item.type.dims is None:
+            item = attrs.evolve(item, type=attrs.evolve(item.type, dims=()))
+        tensor = self.declared_tensor(ir.Input, item, init=registered)
+        if isinstance(init, s.Triangle) and tensor.type.rank < 2:
+            raise SpecError("a triangle needs two axes", item.type.span)
+        self.inputs[item.name] = tensor
+        self.created.append(item.name)
+
     def refuse_second_assignment(self, item: s.Assign, kind: str, advice: str = "") -> None:
         if item.target in self.stored:
             first = self.stored[item.target]

@@ -557,6 +557,7 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
         w.state_name: w for w in kernel.weights if not isinstance(w.init, ir.ModuleParameter)
     }
     carried = {t.name: t for t in kernel.inputs if t.is_carried}
+    registered = {t.name: t for t in kernel.inputs if isinstance(t.init, ir.Registered)}
     statements: list[ast.stmt] = []
     for path in kernel.created:
         if path in containers:
@@ -565,6 +566,9 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
             module = modules[path]
             dtype = pytree.name("torch.float32")
             value = pytree.call(MODULES[module.kind].torch, **dict(module.arguments), dtype=dtype)
+        elif path in registered:  # a constant buffer, in state_dict
+            statements.append(_registration(kernel, registered[path]))
+            continue
         elif path in carried:  # a buffer outside state_dict, which moves with the module
             tensor = carried[path]
             assert isinstance(tensor.init, ir.Carried)
@@ -579,6 +583,18 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
             value = pytree.call("torch.nn.Parameter", _initial_value(kernel, weight, weight.init))
         statements.append(_place(path, value))
     return statements
+
+
+def _registration(kernel: ir.Kernel, tensor: ir.Input) -> ast.stmt:
+    """`self.register_buffer("mask", torch.tril(torch.ones(...)))`."""
+    init = tensor.init
+    assert isinstance(init, ir.Registered)
+    value = _initial_value(kernel, tensor, ir.Filled(init.fill))
+    if init.triangle is not None:
+        value = pytree.call(f"torch.{init.triangle}", value, diagonal=init.diagonal)
+    return pytree.statement(
+        pytree.method(pytree.name("self"), "register_buffer", tensor.name, value)
+    )
 
 
 def _initial_value(
@@ -626,10 +642,11 @@ def state_entries(kernel: ir.Kernel) -> tuple[StateEntry, ...]:
     they were assigned (`ir.Kernel.torch_order`)."""
     entries = [
         (
-            kernel.torch_order(w.state_name),
+            kernel.torch_order(w.state_name, buffer=isinstance(w.init, ir.Registered)),
             StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name),
         )
-        for w in kernel.weights
+        for w in kernel.inputs
+        if w.is_weight or isinstance(w.init, ir.Registered)
     ]
     for module in kernel.modules:
         definition, arguments = MODULES[module.kind], dict(module.arguments)

@@ -840,7 +840,25 @@ class Carried:
         return f"carried, starts {self.start}"
 
 
-StateInit = WeightInit | ModuleBuffer | DropoutMask | Carried
+@attrs.frozen
+class Registered:
+    """A constant the module registers as a buffer (`buffer mask: f32[T, T] = tril(ones)`):
+    in state_dict, the same in every call, never drawn by a check. `triangle` keeps the
+    lower (`tril`) or upper (`triu`) triangle of `fill` over the last two axes, from
+    `diagonal`."""
+
+    fill: float
+    triangle: str | None = None
+    diagonal: int = 0
+
+    def __str__(self) -> str:
+        fill = format_value(self.fill)
+        if self.triangle is None:
+            return f"registered, {fill}"
+        return f"registered, {self.triangle}({fill}, diagonal={self.diagonal})"
+
+
+StateInit = WeightInit | ModuleBuffer | DropoutMask | Carried | Registered
 
 
 @attrs.frozen
@@ -900,7 +918,7 @@ class Input(Tensor):
     def is_weight(self) -> bool:
         """A parameter of ModelNew (its own or a module's)."""
         return self.init is not None and not isinstance(
-            self.init, ModuleBuffer | DropoutMask | Carried
+            self.init, ModuleBuffer | DropoutMask | Carried | Registered
         )
 
     @property
@@ -1363,6 +1381,8 @@ def format_kernel(kernel: Kernel) -> str:
             kind = f"input ({tensor.init})"
         elif isinstance(tensor.init, Carried):
             kind = f"state ({tensor.init})"
+        elif isinstance(tensor.init, Registered):
+            kind = f"buffer ({tensor.init})"
         if tensor.twin_of is not None:
             kind += f" (twin of {tensor.twin_of})"
         lines.append(f"  {kind} {tensor.name}: {tensor.type}{_as_kernel(tensor)}{domain}")
