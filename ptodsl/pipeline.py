@@ -81,6 +81,7 @@ class Lowered:
 
     source: Source
     syntax: Spec
+    expanded: Spec  # the syntax with every block instance inlined (frontend/blocks.py)
     checked: ir.Kernel  # the spec's meaning, before any pass: the torch reference's input
     parts: tuple[KernelStages, ...]  # the kernels, in the order forward calls them
     forward: Forward | None  # None when lowering stopped before the last pass
@@ -129,7 +130,8 @@ def lower(
     sys.setrecursionlimit(max(depth_limit, RECURSION_LIMIT))
     try:
         syntax = parse(source.text)
-        checked = typecheck(expand_blocks(syntax), dim_sizes, mode)
+        expanded = expand_blocks(syntax)
+        checked = typecheck(expanded, dim_sizes, mode)
         verify(checked, "check", target)
         if until == "check":
             parts = (KernelStages(checked, ()),)
@@ -155,7 +157,8 @@ def lower(
         ).attach(source) from None
     finally:
         sys.setrecursionlimit(depth_limit)
-    return Lowered(source, syntax, checked, parts, program, tuning or ir.Tuning(), eval_lowered)
+    tuning = tuning or ir.Tuning()
+    return Lowered(source, syntax, expanded, checked, parts, program, tuning, eval_lowered)
 
 
 def _lowered_parts(

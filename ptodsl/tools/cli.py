@@ -49,7 +49,17 @@ EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
 # `coverage --scaled` without FILE: the table beside the specs (coverage.SCALED_FILE)
 SCALED_BESIDE_SPECS = Path("scaled.toml")
-STAGES = ("ast", "ir", *PASS_NAMES, "forward", "plan", "pypto", "kernelbench", "torch")
+STAGES = (
+    "ast",
+    "blocks",
+    "ir",
+    *PASS_NAMES,
+    "forward",
+    "plan",
+    "pypto",
+    "kernelbench",
+    "torch",
+)
 
 
 class UserError(Exception):
@@ -387,11 +397,14 @@ def _emit(
     picture: bool,
 ) -> str:
     # Early stages print even when a later pass rejects the spec.
-    until = "check" if stage in ("ast", "ir", "torch") else stage if stage in PASS_NAMES else None
+    early = ("ast", "blocks", "ir", "torch")
+    until = "check" if stage in early else stage if stage in PASS_NAMES else None
     tuning = "cached" if tuned else None
     lowered, origin = lower_spec(source, dim_sizes, tuning=tuning, until=until)
     if stage == "ast":
         return format_syntax(lowered.syntax)
+    if stage == "blocks":  # the syntax with every block instance inlined
+        return format_syntax(lowered.expanded)
     if stage == "ir":
         return format_kernel(lowered.checked)
     if stage in PASS_NAMES:
