@@ -25,7 +25,7 @@ import attrs
 
 from ptodsl.frontend import syntax as s
 from ptodsl.frontend.diagnostics import Span, SpecError
-from ptodsl.ir.modules import CONTAINERS, STATELESS_MODULES
+from ptodsl.ir.modules import CONTAINERS, MODULES, STATELESS_MODULES
 
 Substitution = Mapping[str, s.Expr]
 
@@ -140,7 +140,7 @@ class _Expander:
     def define(self, block: s.BlockDef) -> None:
         if block.name in self.blocks:
             raise SpecError(f"block `{block.name}` is already defined", block.span)
-        if block.name in CONTAINERS or block.name in STATELESS_MODULES:
+        if block.name in CONTAINERS or block.name in STATELESS_MODULES or block.name in MODULES:
             raise SpecError(
                 f"`{block.name}` is one of ptodsl's modules", block.span, note="rename the block"
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import attrs
 import lark
@@ -11,7 +12,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from ptodsl.frontend import syntax as s
 from ptodsl.frontend.diagnostics import Span, SpecError
-from ptodsl.grammar import GRAMMAR_TEXT
+from ptodsl.grammar import GRAMMAR_TEXT, KEYWORDS
 
 _OPENERS = {"LPAR", "LSQB"}
 _CLOSERS = {"RPAR", "RSQB"}
@@ -411,6 +412,10 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> SpecErro
     declaration = _lines(text)[token.line - 1].lstrip() if token.line else ""
     if token.type == "_NL" and "EQUAL" in error.expected and declaration.startswith("weight"):
         note = s.WEIGHT_INIT_NOTE  # `weight b: f32[N]` with no value
+    first = re.match(r"[A-Za-z_]\w*", declaration)
+    if first and first.group(0) in KEYWORDS and re.match(r"\w+\s*=(?!=)", declaration):
+        # `state = x`, `end = x`: a keyword taken for a tensor's name
+        note = f"`{first.group(0)}` is a keyword of the spec language; rename the tensor"
     return SpecError(message, span, note=note)
 
 
