@@ -327,3 +327,19 @@ def test_check_rejects_a_mask_off_by_one(wrong, tmp_path):
     compiled = ptodsl.compile(CAUSAL_SPEC.replace("tril(ones)", wrong), name="causal.pto")
     with pytest.raises(ProblemError, match="buffer `mask`: ModelNew builds it with other"):
         run_check(compiled, against=problem, passes="graph")
+
+
+def test_a_block_registers_its_own_buffer():
+    """GPT's attention block registers its causal mask: `attn.bias` in state_dict, held by
+    the block's module, and read by the block's forward."""
+    spec = (
+        "kernel masked\ndims T = 8\ninput s: f32[T, T]\n\nblock masker(length: int)\n"
+        "    buffer bias: f32[length, length] = tril(ones)\n    forward(x)\n"
+        "    return where(bias == 0.0, -1e9, x)\nend\n\nweight attn: masker(T)\n"
+        "output y: f32[T, T]\ny = softmax(attn(s), axis=1)\n"
+    )
+    compiled = ptodsl.compile(spec, name="masked.pto")
+    model_new = compiled.ModelNew()
+    assert list(model_new.state_dict()) == ["attn.bias"]
+    assert torch.equal(model_new.attn.bias, torch.tril(torch.ones(8, 8)))
+    assert run_check(compiled, passes="graph").ok

@@ -177,7 +177,7 @@ class _ToSyntax(Transformer):
     def block_def(self, meta, children):
         name, *rest = children
         params = tuple(c for c in rest if isinstance(c, s.BlockParam))
-        state = tuple(c for c in rest if isinstance(c, s.WeightDecl | s.ModuleDecl))
+        state = tuple(c for c in rest if isinstance(c, s.WeightDecl | s.ModuleDecl | s.BufferDecl))
         (arguments,) = (c for c in rest if isinstance(c, tuple))
         body = tuple(c for c in rest if isinstance(c, s.Let))
         result = rest[-1]

@@ -292,6 +292,7 @@ class BufferDecl:
     type: TensorTypeExpr
     init: Name | Binary | Number | Triangle
     span: Span
+    path: str | None = attrs.field(default=None, kw_only=True)  # in a block: `attn.bias`
 
 
 @attrs.frozen
@@ -333,7 +334,7 @@ class BlockDef:
 
     name: str
     params: tuple[BlockParam, ...]
-    state: tuple[WeightDecl | ModuleDecl, ...]
+    state: tuple[WeightDecl | ModuleDecl | BufferDecl, ...]
     arguments: tuple[Name, ...]
     body: tuple[Let, ...]
     result: Expr

@@ -559,11 +559,11 @@ class _TypeChecker:
             registered = ir.Registered(start.value)
         if item.type.dims is None:
             item = attrs.evolve(item, type=attrs.evolve(item.type, dims=()))
-        tensor = self.declared_tensor(ir.Input, item, init=registered)
+        tensor = self.declared_tensor(ir.Input, item, init=registered, path=item.path)
         if isinstance(init, s.Triangle) and tensor.type.rank < 2:
             raise SpecError("a triangle needs two axes", item.type.span)
         self.inputs[item.name] = tensor
-        self.created.append(item.name)
+        self.created.append(tensor.state_name)
 
     def refuse_second_assignment(self, item: s.Assign, kind: str, advice: str = "") -> None:
         if item.target in self.stored:

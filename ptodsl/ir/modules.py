@@ -557,7 +557,7 @@ def creation_statements(kernel: ir.Kernel) -> list[ast.stmt]:
         w.state_name: w for w in kernel.weights if not isinstance(w.init, ir.ModuleParameter)
     }
     carried = {t.name: t for t in kernel.inputs if t.is_carried}
-    registered = {t.name: t for t in kernel.inputs if isinstance(t.init, ir.Registered)}
+    registered = {t.state_name: t for t in kernel.inputs if isinstance(t.init, ir.Registered)}
     statements: list[ast.stmt] = []
     for path in kernel.created:
         if path in containers:
@@ -592,9 +592,9 @@ def _registration(kernel: ir.Kernel, tensor: ir.Input) -> ast.stmt:
     value = _initial_value(kernel, tensor, ir.Filled(init.fill))
     if init.triangle is not None:
         value = pytree.call(f"torch.{init.triangle}", value, diagonal=init.diagonal)
-    return pytree.statement(
-        pytree.method(pytree.name("self"), "register_buffer", tensor.name, value)
-    )
+    holder, _, attribute = tensor.state_name.rpartition(".")
+    owner = pytree.name(f"self.{holder}" if holder else "self")
+    return pytree.statement(pytree.method(owner, "register_buffer", attribute, value))
 
 
 def _initial_value(
