@@ -262,11 +262,18 @@ def compile_example(path):
 # intermediate) are mutated, the rest would add CI minutes and no new kind of kernel.
 # KernelBench level 2's GEMM examples are the same kind of kernel again: left out (see
 # issue 41 on the constants they would need inputs to reach).
+# Networks of several kernels (LeNet-5, ResNet's block, the blocks example) are mutated by
+# the wrong-program tests of test_kernelbench_level3.py, test_blocks.py and
+# test_partition.py: a one-token mutant here is of a one-kernel module.
+SEVERAL_KERNELS = ("residual_mlp", "4_LeNet5", "8_ResNetBasicBlock")
 MUTATED = [
     p
     for p in EXAMPLES
-    if p.parent.name not in ("fused", "kernelbench-level2")
-    or p.stem in ("7_gemm_residual_relu", "13_gemm_group_norm", "14_gemm_avg_pool_gelu_max")
+    if (
+        p.parent.name not in ("fused", "kernelbench-level2")
+        or p.stem in ("7_gemm_residual_relu", "13_gemm_group_norm", "14_gemm_avg_pool_gelu_max")
+    )
+    and p.stem not in SEVERAL_KERNELS
 ]
 
 
