@@ -29,6 +29,11 @@ from ptodsl.ir import nodes as ir
 from ptodsl.ir import ops
 
 MAX_KERNELS = 8  # a spec needing more is refused with the first kernel's frame error
+# Lowerings one search for cuts may try: the search backtracks over first kernels that
+# fit, which grows exponentially with the kernels a spec needs (LeNet-5's four under some
+# tuning candidates ran for more than 20 minutes); past this many the spec is refused with
+# its frame error. The examples' default plans need far fewer.
+MAX_LOWERINGS = 400
 # Values worth a cut inside an expression: those that change a value's frame.
 CUT_KINDS = frozenset(
     {
@@ -67,7 +72,8 @@ def partition(
         return [Part(checked, lower_one(checked))]
     except FrameError as wall:
         blocked: list[SpecError] = []  # what else stopped a cut's kernels
-        parts = _cut(checked, lower_one, wall, MAX_KERNELS, blocked)
+        counted = _Counted(lower_one)
+        parts = _cut(checked, counted, wall, MAX_KERNELS, blocked)
         if parts is not None:
             return parts
         if not blocked:
@@ -78,6 +84,27 @@ def partition(
         raise SpecError(
             error.message, error.span, note=note if error.note is None else f"{error.note}; {note}"
         ) from None
+
+
+class _SearchExhausted(FrameError):
+    """The search for cuts tried MAX_LOWERINGS lowerings."""
+
+
+class _Counted:
+    """`lower_one`, refusing to lower more than MAX_LOWERINGS kernels in one search."""
+
+    def __init__(self, lower_one: Callable[[ir.Kernel], object]) -> None:
+        self.lower_one = lower_one
+        self.count = 0
+
+    def __call__(self, kernel: ir.Kernel) -> object:
+        self.count += 1
+        if self.count > MAX_LOWERINGS:
+            raise _SearchExhausted(
+                f"no cut into at most {MAX_KERNELS} kernels was found in {MAX_LOWERINGS} tries",
+                kernel.body[0].span,
+            )
+        return self.lower_one(kernel)
 
 
 def _cut(

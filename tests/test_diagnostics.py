@@ -86,7 +86,6 @@ CASES = {
     "output y: f32[M, N, 1]\ny = inorm(x)\n",
     "dropout_probability_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = dropout(x, 1.5)\n",
-    "keyword_of_the_language_as_name": HEADER + "input state: f32[M, N]\n",
     "keyword_assigned": HEADER + "input x: f32[M]\noutput y: f32[M]\nend = x\n",
     "buffer_drawn": HEADER + "buffer m: f32[M, N] = randn\n",
     "buffer_other_triangle": HEADER + "buffer m: f32[M, N] = diag(ones)\n",

@@ -12,7 +12,6 @@ import attrs
 
 from ptodsl.frontend import syntax as s
 from ptodsl.frontend.diagnostics import Span, SpecError
-from ptodsl.grammar import KEYWORDS
 from ptodsl.ir import modules, ops
 from ptodsl.ir import nodes as ir
 
@@ -144,8 +143,6 @@ def _check_identifier(name: str, span: Span, kernel: bool = False) -> None:
         problem = "is a Python keyword"
     elif name in dir(builtins):
         problem = "is a Python builtin"
-    elif name in KEYWORDS:
-        problem = "is a keyword of the spec language"
     elif name in GENERATED_NAMES:
         problem = "is a name the generated module uses"
     elif name.startswith("_"):
