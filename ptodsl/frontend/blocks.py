@@ -18,6 +18,7 @@ out unchanged.
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Mapping
 
@@ -26,6 +27,7 @@ import attrs
 from ptodsl.frontend import syntax as s
 from ptodsl.frontend.diagnostics import Span, SpecError
 from ptodsl.ir.modules import CONTAINERS, MODULES, STATELESS_MODULES
+from ptodsl.ir.nodes import path_identifier
 
 Substitution = Mapping[str, s.Expr]
 
@@ -36,13 +38,17 @@ class Instance:
     container, or a stateless module (`relu()`); `members` the modules it holds by name."""
 
     path: str  # torch's: `attn.c_attn`, `network.0`
-    identifier: str  # the spec's: `attn_c_attn`, `network_0`
     kind: str
     span: Span
     members: dict[str, Instance] = attrs.field(factory=dict)
     block: s.BlockDef | None = None
     params: Substitution = attrs.field(factory=dict)  # a block's constructor arguments
     weights: dict[str, str] = attrs.field(factory=dict)  # a block's own weights: identifiers
+
+    @property
+    def identifier(self) -> str:
+        """The spec's name for it: `attn_c_attn`, `network_0`."""
+        return path_identifier(self.path)
 
     @property
     def is_leaf(self) -> bool:
@@ -112,13 +118,9 @@ class _Expander:
             if isinstance(item, s.BlockDef):
                 self.define(item)
             elif isinstance(item, s.ModuleDecl) and not self.is_leaf(item.module.func):
-                self.instances[item.name] = self.instantiate(
-                    item.name, item.name, item.module, item.span, {}
-                )
+                self.instances[item.name] = self.instantiate(item.name, item.module, item.span, {})
             elif isinstance(item, s.ModuleDecl):  # a torch module of the spec's own
-                self.instances[item.name] = Instance(
-                    item.name, item.name, item.module.func, item.span
-                )
+                self.instances[item.name] = Instance(item.name, item.module.func, item.span)
                 self.items.append(item)
             elif isinstance(item, s.Let | s.Assign):
                 value = self.expand(item.value, _Scope(self.instances, {}, None))
@@ -145,37 +147,35 @@ class _Expander:
                 f"`{block.name}` is one of ptodsl's modules", block.span, note="rename the block"
             )
         names = [p.name for p in block.params] + [a.id for a in block.arguments]
-        for name, count in _counts(names).items():
+        for name, count in collections.Counter(names).items():
             if count > 1:
                 raise SpecError(f"`{name}` is named twice in block `{block.name}`", block.span)
         self.blocks[block.name] = block
 
     # ---- the module tree ----------------------------------------------------------------
 
-    def instantiate(
-        self, path: str, identifier: str, call: s.Call, span: Span, outer: Substitution
-    ) -> Instance:
+    def instantiate(self, path: str, call: s.Call, span: Span, outer: Substitution) -> Instance:
         """The instance `call` builds at `path`, its declarations appended to the spec.
         `outer` binds the names of the block whose state declares it."""
         kind = call.func
         arguments = substitute(call.args, outer)
         keywords = substitute(call.keywords, outer)
         if kind in CONTAINERS:
-            return self.container(path, identifier, kind, call, arguments, keywords, span, outer)
+            return self.container(path, kind, call, keywords, span, outer)
         if kind in STATELESS_MODULES:
             if arguments or keywords:
                 raise SpecError(f"`{kind}()` takes no arguments", call.span)
             self.items.append(s.ContainerDecl(path, STATELESS_MODULES[kind].torch, span))
-            return Instance(path, identifier, kind, span)
+            return Instance(path, kind, span)
         if kind in self.blocks:
-            return self.block_instance(path, identifier, call, arguments, keywords, span)
+            return self.block_instance(path, call, arguments, keywords, span)
         # a torch module of the registry (or an unknown one, which the checker reports)
         module = attrs.evolve(call, args=arguments, keywords=keywords)
-        self.items.append(s.ModuleDecl(identifier, module, span, path=path))
-        return Instance(path, identifier, kind, span)
+        self.items.append(s.ModuleDecl(path_identifier(path), module, span, path=path))
+        return Instance(path, kind, span)
 
-    def container(self, path, identifier, kind, call, arguments, keywords, span, outer):
-        instance = Instance(path, identifier, kind, span)
+    def container(self, path, kind, call, keywords, span, outer):
+        instance = Instance(path, kind, span)
         self.items.append(s.ContainerDecl(path, CONTAINERS[kind], span))
         if kind == "sequential":
             if keywords:
@@ -201,21 +201,20 @@ class _Expander:
                     note="a module is written as its constructor: `linear(K, N)`, `relu()`, "
                     "or a block of the spec's",
                 )
-            instance.members[name] = self.instantiate(
-                f"{path}.{name}", f"{identifier}_{name}", member, member.span, outer
-            )
+            instance.members[name] = self.instantiate(f"{path}.{name}", member, member.span, outer)
         return instance
 
-    def block_instance(self, path, identifier, call, arguments, keywords, span) -> Instance:
+    def block_instance(self, path, call, arguments, keywords, span) -> Instance:
         block = self.blocks[call.func]
         params = _bind(block, call, arguments, keywords)
-        instance = Instance(path, identifier, block.name, span, block=block, params=params)
+        instance = Instance(path, block.name, span, block=block, params=params)
         self.items.append(s.ContainerDecl(path, "torch.nn.Module", span))
         for decl in block.state:
-            member_path, member = f"{path}.{decl.name}", f"{identifier}_{decl.name}"
+            member_path = f"{path}.{decl.name}"
+            member = path_identifier(member_path)
             if isinstance(decl, s.ModuleDecl):
                 instance.members[decl.name] = self.instantiate(
-                    member_path, member, decl.module, decl.span, params
+                    member_path, decl.module, decl.span, params
                 )
                 continue
             declared = attrs.evolve(
@@ -388,10 +387,3 @@ def _bind(
                 raise SpecError(f"`{block.name}` needs `{param.name}`", call.span, note=signature)
             bound[param.name] = param.default
     return bound
-
-
-def _counts(names: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts

@@ -524,10 +524,7 @@ class _TypeChecker:
 
     def item_StateDecl(self, item: s.StateDecl) -> None:  # noqa: N802
         self.declare(item.name, item.span)
-        start = self.weight_init(item.init)
-        if isinstance(start, ir.ModuleParameter):  # pragma: no cover - weight_init's
-            raise AssertionError(start)
-        tensor = self.declared_tensor(ir.Input, item, init=ir.Carried(start))
+        tensor = self.declared_tensor(ir.Input, item, init=ir.Carried(self.weight_init(item.init)))
         self.check_weight_dtype(tensor, item.type.dtype_span)
         self.inputs[item.name] = tensor
         self.created.append(item.name)

@@ -640,9 +640,10 @@ def state_entries(kernel: ir.Kernel) -> tuple[StateEntry, ...]:
     """What `ModelNew.state_dict()` holds, in its order: depth first through the module
     tree, each module's parameters, then its buffers, then its submodules' in the order
     they were assigned (`ir.Kernel.torch_order`)."""
+    order = kernel.torch_order()
     entries = [
         (
-            kernel.torch_order(w.state_name, buffer=isinstance(w.init, ir.Registered)),
+            order(w.state_name, buffer=isinstance(w.init, ir.Registered)),
             StateEntry(w.state_name, w.declared_shape, w.type.dtype.torch_name),
         )
         for w in kernel.inputs
@@ -653,7 +654,5 @@ def state_entries(kernel: ir.Kernel) -> tuple[StateEntry, ...]:
         for buffer in definition.present_buffers(arguments):
             name = f"{module.name}.{buffer.attribute}"
             shape = tuple(int(arguments[size]) for size in buffer.shape)
-            entries.append(
-                (kernel.torch_order(name, buffer=True), StateEntry(name, shape, buffer.dtype))
-            )
+            entries.append((order(name, buffer=True), StateEntry(name, shape, buffer.dtype)))
     return tuple(entry for _, entry in sorted(entries, key=lambda pair: pair[0]))

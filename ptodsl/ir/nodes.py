@@ -874,7 +874,13 @@ class Module:
     @property
     def identifier(self) -> str:
         """The name a spec calls it by (`attn_c_attn` inside an inlined block)."""
-        return self.name.replace(".", "_")
+        return path_identifier(self.name)
+
+
+def path_identifier(path: str) -> str:
+    """The spec's name for what ModelNew holds at a torch path: `attn.c_attn` is
+    `attn_c_attn`, `network.0` is `network_0` (frontend/blocks.py names instances so)."""
+    return path.replace(".", "_")
 
 
 @attrs.frozen
@@ -1226,19 +1232,24 @@ class Kernel:
     def weights_in_torch_order(self) -> tuple[Input, ...]:
         """The weights as `Module.parameters()` lists them: depth first, a module's own
         parameters before its submodules', each submodule in the order it was assigned."""
-        return tuple(sorted(self.weights, key=lambda w: self.torch_order(w.state_name)))
+        order = self.torch_order()
+        return tuple(sorted(self.weights, key=lambda w: order(w.state_name)))
 
-    def torch_order(self, state_name: str, buffer: bool = False) -> tuple[tuple[int, int], ...]:
-        """Where state_dict lists entry `state_name` (`attn.c_attn.weight`): a sort key,
-        by the creation order of the modules on its path; own parameters, then own
-        buffers, then submodules."""
+    def torch_order(self) -> Callable[..., tuple[tuple[int, int], ...]]:
+        """A sort key placing a state_dict entry (`attn.c_attn.weight`, `buffer=True` for a
+        buffer) where torch lists it: by the creation order of the modules on its path;
+        own parameters, then own buffers, then submodules."""
         created = {path: index for index, path in enumerate(self.created)}
-        owner = state_name.rpartition(".")[0]
-        key, path = [], ""
-        for segment in owner.split(".") if owner else ():
-            path = f"{path}.{segment}" if path else segment
-            key.append((2, created[path]))
-        return (*key, (1 if buffer else 0, 0))
+
+        def key(state_name: str, buffer: bool = False) -> tuple[tuple[int, int], ...]:
+            owner = state_name.rpartition(".")[0]
+            levels, path = [], ""
+            for segment in owner.split(".") if owner else ():
+                path = f"{path}.{segment}" if path else segment
+                levels.append((2, created[path]))
+            return (*levels, (1 if buffer else 0, 0))
+
+        return key
 
     def map_values(self, transform: Callable[[Expr], Expr]) -> Kernel:
         """The kernel with `transform` applied to every statement's whole expression."""
