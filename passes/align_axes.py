@@ -20,6 +20,7 @@ crop, a window, a scan) cannot see it split, which is an error.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -90,6 +91,32 @@ def convolved_values(kernel: ir.Kernel) -> set[str]:
     return convolutions - read_elsewhere
 
 
+# What a matmul and a transpose read only as a kernel's inputs, and why (a FrameError's
+# message, at the op's span: the partition cuts the spec there).
+ONLY_INPUTS = {
+    "matmul": "a matmul of values the kernel computes, other than a matrix by a declared one",
+    "swap": "a transpose moves a value the kernel computes",
+}
+ONLY_INPUTS_NOTE = "the value is computed in a kernel of its own, which this one reads"
+
+
+def read_as_input(node: ir.Expr, computed: Callable[[ir.Expr], bool]) -> list[ir.Expr]:
+    """The operands of `node` it reads only as a kernel input that `computed` says are not:
+    a transpose's (PyPTO's transpose of a value in UB is a tile's, not the tensor's), a
+    matmul's unless the first is a 2-D, untransposed value by a declared second (the cube
+    reads it as the matrix it is)."""
+    if not isinstance(node, ir.Op):
+        return []
+    if ops.moves_axes(node.op):
+        return [o for o in node.operands if computed(o)]
+    if node.op != "matmul":
+        return []
+    a, b = node.operands
+    if computed(b) or (computed(a) and (a.type.rank != 2 or node.attrs.a_trans)):
+        return [o for o in (a, b) if computed(o)]
+    return []
+
+
 def matmul_operands(kernel: ir.Kernel) -> set[str]:
     """Inputs read only by matmuls: they keep their declared layout, outside the frame."""
     operands, elsewhere = read_by(kernel)
@@ -134,9 +161,11 @@ class _Aligner:
         if isinstance(node, ir.Ref):
             frame = self.named[node.name]
         elif node.op == "matmul" and self.computed_operand(node):
+            self.refuse_computed_operands(node)
             # A computed first operand's rows are the product's rows.
             frame = [self.frame(node.operands[0])[0], self.axes.fresh(node.type.shape[1])]
         elif ops.reads_declared_layout(node.op):
+            self.refuse_computed_operands(node)
             # The cube reads its operands in their own layout: the result starts new axes.
             frame = [self.axes.fresh(size) for size in node.type.shape]
         elif node.op == "reshape":
@@ -161,6 +190,15 @@ class _Aligner:
         self.frames[id(node)] = frame
         self.keep.append(node)
         return frame
+
+    def refuse_computed_operands(self, node: ir.Op) -> None:
+        """A matmul or a transpose of a value this kernel computes where it reads only its
+        inputs: the partition gives that value a kernel of its own."""
+        if read_as_input(node, self.computed):
+            raise FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
+
+    def computed(self, operand: ir.Expr) -> bool:
+        return not (isinstance(operand, ir.Ref) and operand.name in self.input_names)
 
     def computed_operand(self, matmul: ir.Op) -> bool:
         """Whether the matmul's first operand is a value the kernel computes (a `let`),
@@ -430,6 +468,8 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             return attrs.evolve(rebuilt, operands=(matrix, b))
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
+        if ops.moves_axes(node.op):
+            return rebuilt  # its operand is an input in its declared layout
         if ops.reads_declared_layout(node.op):  # a convolution
             for position, operand in enumerate(node.operands):
                 declared = aligner.input_names | (aligner.convolved if position == 0 else set())
@@ -486,8 +526,16 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                 )
         return tuple(factors.get(axis, ()) for axis in order) or ((),)
 
+    transposed = {
+        node.operands[0].name
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and ops.moves_axes(node.op)
+    }
     inputs = tuple(
-        attrs.evolve(t, kernel_dims=t.declared_dims)  # the cube reads the declared layout
+        attrs.evolve(t, kernel_dims=tuple((dim,) for dim in t.dims))  # each axis it moves
+        if t.name in transposed
+        else attrs.evolve(t, kernel_dims=t.declared_dims)  # the cube reads the declared layout
         if t.name in aligner.opaque
         else attrs.evolve(t, kernel_dims=kernel_dims(t, aligner.named[t.name]))
         for t in kernel.inputs

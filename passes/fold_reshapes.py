@@ -6,6 +6,9 @@ the product's columns split the same way (`fc(x)` is `[B, G, CG]`, GroupNorm's g
 linear layer's output). The checked IR says so with reshapes (what the torch reference
 computes); here they fold into the matmul: its operands are typed in their declared
 layout, and its result in the split one, which codegen reshapes (the same elements).
+An input a transpose reads through a reshape that splits its axes (attention's heads,
+`k.view(B, T, NH, HS).transpose(1, 2)`) takes the split axes as its own, as a declared
+split does: `forward` hands the kernel the same elements in that shape.
 Other reshapes (`h.reshape(B, G, CG)` of any value) stay for `align_axes`.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import attrs
 
 from ptodsl.ir import nodes as ir
+from ptodsl.ir import ops
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
 
 
@@ -37,5 +41,69 @@ def _declared(operand: ir.Expr) -> ir.Expr:
     return operand
 
 
+def _transposed_views(kernel: ir.Kernel) -> dict[str, ir.TensorType]:
+    """Inputs read only by transposes, each through one reshape that splits its axes: the
+    shape they are read in."""
+    inputs = {tensor.name: tensor for tensor in kernel.inputs}
+    seen: dict[str, set] = {}
+    for stmt in kernel.body:
+        for node in ir.walk(stmt.value):
+            for operand in node.operands if isinstance(node, ir.Op) else ():
+                if isinstance(operand, ir.Ref) and operand.name in inputs:
+                    viewed = (
+                        isinstance(node, ir.Op)
+                        and node.op == "reshape"
+                        and any(
+                            isinstance(user, ir.Op)
+                            and ops.moves_axes(user.op)
+                            and user.operands[0] is node
+                            for user in ir.walk(stmt.value)
+                        )
+                    )
+                    seen.setdefault(operand.name, set()).add(node.type if viewed else None)
+    return {
+        name: next(iter(types))
+        for name, types in seen.items()
+        if len(types) == 1
+        and None not in types
+        and len(inputs[name].dims) == len(inputs[name].declared_shape)  # no split axes yet
+        and _splits_each(inputs[name].type.shape, next(iter(types)).shape)
+    }
+
+
+def _splits_each(old: tuple[int, ...], new: tuple[int, ...]) -> bool:
+    """Whether `new` splits each axis of `old` into one or more (merges or adds none)."""
+    return all(len(before) == 1 and after for before, after in ir.regroup(old, new))
+
+
+def _view_input(tensor: ir.Tensor, viewed: ir.TensorType) -> ir.Tensor:
+    """`tensor` in the split axes of `viewed` (its declared shape unchanged)."""
+    runs = ir.regroup(tensor.type.shape, viewed.shape)
+    counts = tuple(len(new) for _, new in runs)
+    dims = tuple(
+        factor if len(new) == 1 else viewed.shape[axis]
+        for factor, (_, new) in zip(tensor.dims, runs, strict=True)
+        for axis in new
+    )
+    return attrs.evolve(
+        tensor, type=viewed, dims=dims, declared=tensor.declared_shape, splits=counts
+    )
+
+
 def fold_reshapes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
-    return kernel.map_body(_fold)
+    views = _transposed_views(kernel)
+
+    def viewed(node: ir.Expr) -> ir.Expr:
+        if isinstance(node, ir.Op) and node.op == "reshape":
+            (operand,) = node.operands
+            if isinstance(operand, ir.Ref) and operand.name in views:
+                return attrs.evolve(operand, type=node.type)
+        return _fold(node)
+
+    if not views:
+        return kernel.map_body(_fold)
+    inputs = tuple(
+        _view_input(tensor, views[tensor.name]) if tensor.name in views else tensor
+        for tensor in kernel.inputs
+    )
+    return attrs.evolve(kernel.map_body(viewed), inputs=inputs)

@@ -27,13 +27,15 @@ import attrs
 from ptodsl.frontend.diagnostics import FrameError, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import ops
+from ptodsl.passes.align_axes import ONLY_INPUTS, ONLY_INPUTS_NOTE, read_as_input
 
 MAX_KERNELS = 8  # a spec needing more is refused with the first kernel's frame error
 # Lowerings one search for cuts may try: the search backtracks over first kernels that
 # fit, which grows exponentially with the kernels a spec needs (LeNet-5's four under some
 # tuning candidates ran for more than 20 minutes); past this many the spec is refused with
 # its frame error. The examples' default plans need at most 47 (ResNet's basic block;
-# LeNet-5 34, level 2 #85 24).
+# LeNet-5 34, level 2 #85 24). Cuts a matmul or a transpose requires are made before the
+# search (`_required_cuts`): each part is searched on its own.
 MAX_LOWERINGS = 120
 # Values worth a cut inside an expression: those that change a value's frame.
 CUT_KINDS = frozenset(
@@ -69,12 +71,63 @@ def partition(
     checked = _without_unread_inputs(_without_unread_lets(checked))
     if per_op:
         return _per_op(checked, lower_one)
+    parts: list[Part] = []
+    taken: frozenset[str] = frozenset()  # the names of the kernels cut off so far
+    for segment, because in _required_cuts(checked):
+        fitted = _fitted(segment, lower_one, taken)
+        fitted[-1] = attrs.evolve(fitted[-1], cut_because=because)
+        parts += fitted
+        taken |= frozenset(name for part in fitted for name in part.kernel.spec_names)
+    return parts
+
+
+def _required_cuts(kernel: ir.Kernel) -> list[tuple[ir.Kernel, FrameError | None]]:
+    """`kernel` cut where it must be: before every matmul or transpose, the operands they
+    read only as a kernel's inputs (`align_axes.read_as_input`) are written by kernels of
+    their own. Each part with the frame error that cut it after itself (None for the
+    last); the parts are cut further where their frames ask."""
+    parts: list[tuple[ir.Kernel, FrameError | None]] = []
+    while (point := _first_required(kernel)) is not None:
+        bound, name, because = point
+        writer, kernel = split(bound, (bound, name))
+        parts.append((writer, because))
+    return [*parts, (kernel, None)]
+
+
+def _first_required(kernel: ir.Kernel) -> tuple[ir.Kernel, str, FrameError] | None:
+    """The first value (in program order) a matmul or a transpose reads only as an input:
+    the kernel with it bound to a let where it was an expression, the let's name, and why."""
+    inputs = {tensor.name for tensor in kernel.inputs}
+
+    def computed(operand: ir.Expr) -> bool:
+        while isinstance(operand, ir.Op) and _is_layout(operand):  # a view of an input
+            (operand,) = operand.operands
+        return not (isinstance(operand, ir.Ref) and operand.name in inputs)
+
+    for index, stmt in enumerate(kernel.body):
+        for node in ir.walk(stmt.value):
+            for operand in read_as_input(node, computed):
+                while isinstance(operand, ir.Op) and _is_layout(operand):
+                    (operand,) = operand.operands
+                because = FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
+                if isinstance(operand, ir.Ref):
+                    return kernel, operand.name, because
+                return (*_bound(kernel, index, operand), because)
+    return None
+
+
+def _fitted(
+    kernel: ir.Kernel, lower_one: Callable[[ir.Kernel], object], taken: frozenset[str]
+) -> list[Part]:
+    """`kernel` as one kernel if `lower_one` lowers it, else cut into the fewest found."""
     try:
-        return [Part(checked, lower_one(checked))]
+        return [Part(kernel, lower_one(kernel))]
     except FrameError as wall:
         blocked: list[SpecError] = []  # what else stopped a cut's kernels
-        counted = _Counted(lower_one)
-        parts = _cut(checked, counted, wall, MAX_KERNELS, blocked)
+        try:
+            parts = _cut(kernel, _Counted(lower_one), wall, MAX_KERNELS, blocked, taken)
+        except _SearchExhausted:
+            parts = None
         if parts is not None:
             return parts
         if not blocked:
@@ -110,10 +163,11 @@ class _Counted:
 
 def _cut(
     kernel: ir.Kernel,
-    lower_one: Callable,
+    lower_one: _Counted,
     wall: FrameError,
     budget: int,
     blocked: list[SpecError],
+    taken: frozenset[str] = frozenset(),
 ) -> list[Part] | None:
     """`kernel` (which `lower_one` refused with `wall`) as at most `budget` kernels; the
     errors other than a frame's that stopped a cut's kernels go to `blocked`."""
@@ -121,7 +175,7 @@ def _cut(
         return None
     pairs: list[tuple[int, list[Part]]] = []
     first_fits: list[tuple[ir.Kernel, Part, FrameError]] = []
-    for point in cut_points(kernel):
+    for point in cut_points(kernel, taken):
         writer, reader = split(kernel, point)
         try:
             first = Part(writer, lower_one(writer), wall)
@@ -145,7 +199,9 @@ def _cut(
     # No single cut: the largest first part that fits, and the rest cut again.
     first_fits.sort(key=lambda fit: -_ops(fit[1].kernel))
     for reader, first, next_wall in first_fits:
-        rest = _cut(reader, lower_one, next_wall, budget - 1, blocked)
+        rest = _cut(
+            reader, lower_one, next_wall, budget - 1, blocked, taken | first.kernel.spec_names
+        )
         if rest is not None:
             return [first, *rest]
     return None
@@ -175,7 +231,8 @@ def _cut_per_op(stmt: ir.Stmt) -> bool:
 
 
 def _is_layout(node: ir.Op) -> bool:
-    return ops.lookup(node.op).kind is ops.Kind.LAYOUT
+    """A view of its operand that moves no data (a reshape; not a transpose)."""
+    return ops.lookup(node.op).kind is ops.Kind.LAYOUT and not ops.moves_axes(node.op)
 
 
 def _every_op_bound(kernel: ir.Kernel) -> ir.Kernel:
@@ -197,9 +254,11 @@ def _every_op_bound(kernel: ir.Kernel) -> ir.Kernel:
         kernel, _ = _bound(kernel, *inner)
 
 
-def cut_points(kernel: ir.Kernel) -> Iterator[tuple[ir.Kernel, str]]:
+def cut_points(
+    kernel: ir.Kernel, taken: frozenset[str] = frozenset()
+) -> Iterator[tuple[ir.Kernel, str]]:
     """Each place the spec may be cut: the kernel (with the value bound to a `let` where it
-    was not) and that let's name, in program order."""
+    was not, named apart from `taken`) and that let's name, in program order."""
     for index, stmt in enumerate(kernel.body):
         if isinstance(stmt, ir.Let) and _storable(stmt.value):
             yield kernel, stmt.name
@@ -207,7 +266,7 @@ def cut_points(kernel: ir.Kernel) -> Iterator[tuple[ir.Kernel, str]]:
             if node is stmt.value and isinstance(stmt, ir.Let):
                 continue
             if _worth_a_cut(node) or _read_by_a_cut_kind(node, stmt.value):
-                yield _bound(kernel, index, node)
+                yield _bound(kernel, index, node, taken)
 
 
 def _storable(value: ir.Expr) -> bool:
@@ -254,11 +313,15 @@ def _read_by_a_cut_kind(node: ir.Expr, tree: ir.Expr) -> bool:
     )
 
 
-def _bound(kernel: ir.Kernel, index: int, node: ir.Op) -> tuple[ir.Kernel, str]:
-    """`kernel` with `node` (in statement `index`) bound to a let of its own before it."""
-    bound = kernel.free_name(f"{node.op}_value")
-    ref = ir.Ref(bound, node.type, node.span)
+def _bound(
+    kernel: ir.Kernel, index: int, node: ir.Op, taken: frozenset[str] = frozenset()
+) -> tuple[ir.Kernel, str]:
+    """`kernel` with `node` (in statement `index`) bound to a let of its own before it, named
+    apart from the spec's names and the `taken` ones (the kernels cut off before this one
+    hold lets it cannot see, which may be the program's buffers too)."""
     stmt = kernel.body[index]
+    bound = kernel.free_name(f"{node.op}_value", taken)
+    ref = ir.Ref(bound, node.type, node.span)
     replaced = ir.map_expr(stmt.value, lambda n: ref if n is node else n)
     body = list(kernel.body)
     body[index : index + 1] = [ir.Let(bound, node, node.span), attrs.evolve(stmt, value=replaced)]

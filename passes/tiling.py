@@ -85,9 +85,7 @@ def window_steps(
     attributes = window.attrs
     assert isinstance(attributes, ir.Window)
     itemsize = window.type.dtype.itemsize
-    # A transpose keeps its input, its output and a workspace twice the tile in UB
-    # (measured: a [16, 8, 8, 16] f32 tile needs 262144 bytes of the 196608).
-    swapping = attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+    swapping = _transposing(target)
     # The taps and their running combination share UB: tiles that do not spill (a spilled
     # sum of three 64 KB taps breaks pypto's simulator: "opSequenceAfterOOO_").
     combining = attrs.evolve(target, max_tile_elements=target.spill_safe_tile_elements)
@@ -131,10 +129,14 @@ def is_conv(stmt: ir.Stmt) -> bool:
     return is_conv_op(stmt.value)
 
 
+def is_transpose(stmt: ir.Stmt) -> bool:
+    return isinstance(stmt.value, ir.Op) and ops.moves_axes(stmt.value.op)
+
+
 def has_own_phase(stmt: ir.Stmt) -> bool:
-    """A matmul and a convolution run on the cube, a window through reshapes: each in a
-    phase of its own."""
-    return is_matmul(stmt) or is_window(stmt) or is_conv(stmt)
+    """A matmul and a convolution run on the cube, a window through reshapes, a transpose
+    with a workspace in UB: each in a phase of its own."""
+    return is_matmul(stmt) or is_window(stmt) or is_conv(stmt) or is_transpose(stmt)
 
 
 def _reads_input(kernel: ir.Kernel, conv: ir.Op) -> bool:
@@ -358,6 +360,12 @@ def conv_shapes(
     return [(shape, shape in exchanged) for shape in dict.fromkeys(shapes)]
 
 
+def _transposing(target: Target) -> Target:
+    """A transpose keeps its input, its output and a workspace twice the tile in UB
+    (measured: a [16, 8, 8, 16] f32 tile needs 262144 bytes of the 196608)."""
+    return attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
+
+
 def _window_tile(shape: tuple[int, ...], itemsize: int, target: Target) -> tuple[int, ...]:
     """Pads, taps and splits are narrower than their neighbours along some axis, the last
     one included: the last-axis tile is 32-byte aligned, as for a crop."""
@@ -381,9 +389,9 @@ def window_auto_tiles(steps: tuple[ir.WindowStep, ...]) -> int:
 def iteration_shape(stmt: ir.Stmt) -> tuple[int, ...]:
     """The shape a statement's ops run over: the broadcast of every tensor in it, the longest
     extent along an axis a crop or a concatenation changes (for a matmul, its result: the
-    operands keep layouts of their own, as a convolution's do)."""
+    operands keep layouts of their own, as a convolution's and a transpose's do)."""
     shape = stmt.value.type.shape
-    if is_matmul(stmt) or is_conv(stmt):
+    if is_matmul(stmt) or is_conv(stmt) or is_transpose(stmt):
         return shape
     for node in ir.walk(stmt.value):
         if isinstance(node.type, ir.TensorType):
@@ -623,6 +631,10 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             window = kernel.body[indexes[0]].value
             steps = window_steps(window, window.operands[0].type.shape, target)
             phases.append(ir.Phase(tuple(indexes), shape, tile=steps[0].frame_tile, window=steps))
+            continue
+        if is_transpose(kernel.body[indexes[0]]):
+            tile = _window_tile(shape, itemsize, _transposing(target))
+            phases.append(ir.Phase(tuple(indexes), shape, tile=tile))
             continue
         # every op's operands and result share UB: the widest op bounds the tile
         ub = ub_use(kernel, indexes, shape, target)

@@ -199,12 +199,19 @@ CASES = {
     "module_called_as_a_method": HEADER + "input x: f32[M, N]\nweight fc: linear(N, N)\n"
     "output y: f32[M, N]\ny = x.fc()\n",
     # computed matmul operands (M = 4, N = 8)
-    "computed_second_matmul_operand": HEADER + "input x: f32[M, N]\ninput w: f32[N, N]\n"
-    "output y: f32[N, M]\ny = w @ (x * 2.0).T\n",
-    "computed_matmul_operand_transposed": HEADER + "input x: f32[M, N]\ninput w: f32[M, N]\n"
-    "output y: f32[N, N]\ny = (x * 2.0).T @ w\n",
-    "computed_matmul_operand_of_rank_3": HEADER + "input x: f32[M, M, N]\ninput w: f32[N, N]\n"
-    "output y: f32[M, M, N]\ny = (x * 2.0) @ w\n",
+    # splits, transposes and masks (attention)
+    "split_into_fewer_names": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "let a, b = x.split(2, axis=1)\ny = a\n",
+    "split_outside_a_let": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
+    "y = x.split(4, axis=1)\n",
+    "several_names_without_a_split": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "let a, b = x\ny = a\n",
+    "permute_repeats_an_axis": HEADER + "input x: f32[M, N, 2]\noutput y: f32[N, M, 2]\n"
+    "y = x.permute(1, 1, 2)\n",
+    "transpose_of_one_axis": HEADER + "input x: f32[M, N]\noutput y: f32[N, M]\n"
+    "y = x.transpose(1)\n",
+    "masked_fill_without_a_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
+    "y = x.masked_fill(x > 0.0)\n",
     # convolutions
     "conv_groups_do_not_divide": CONV + "weight w: f32[6, 2, 3, 3] = randn\n"
     "output y: f32[2, 6, 6, 6]\ny = conv(x, w, groups=3)\n",

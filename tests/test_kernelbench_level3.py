@@ -12,11 +12,12 @@ import re
 
 import pytest
 import torch
-from conftest import ROOT, scaled_problem, seeded_drop_in
+from conftest import CI_DIMS, ROOT, ci_resize, scaled_problem, seeded_drop_in
 
 import ptodsl
 from ptodsl.checking.check import run_check
 from ptodsl.checking.coverage import SCALED_FILE, by_number, read_scaled, run_coverage
+from ptodsl.checking.problems import ProblemError
 from ptodsl.runtime.files import import_file
 
 PROBLEMS = ROOT / "tests" / "problems" / "kernelbench-level3"
@@ -25,7 +26,7 @@ SPECS = ROOT / "examples" / "kernelbench-level3"
 SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
 SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
 # The problems written so far (issue 47 asks for 1, 2, 3, 4, 8, 31, 33, 43, 44 and 50).
-WRITTEN = [1, 2, 3, 4, 8, 33]
+WRITTEN = [1, 2, 3, 4, 8, 33, 43, 44, 50]
 
 
 def test_every_written_problem_has_one_file_and_one_spec():
@@ -159,4 +160,52 @@ def test_check_rejects_a_hidden_state_left_behind(tmp_path):
     module = tmp_path / "forgetful.py"
     module.write_text(kept.sub("", compiled.source), encoding="utf-8")
     report = run_check(compiled, against=problem, kernel_path=module, passes="graph")
+    assert not report.ok
+
+
+# Wrong attention programs, as a spec could be written wrong (and a compiler of heads and
+# masks could cut them wrong): the mask one row off, the heads joined in the wrong order
+# (each position's channels as [head size, heads] instead of [heads, head size]), keys
+# and queries exchanged (the transposed scores), the scale left out.
+WRONG_ATTENTION = {
+    "mask one row off": ("bias[:, :, :T, :T]", "bias[:, :, 1:T + 1, :T]"),
+    "heads joined in the wrong order": ("heads.transpose(1, 2)", "heads.permute(0, 2, 3, 1)"),
+    "keys and queries exchanged": (
+        "q_heads @ k_heads.transpose(-2, -1)",
+        "k_heads @ q_heads.transpose(-2, -1)",
+    ),
+    "scale left out": (" * (1.0 / sqrt(HS))", ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_ATTENTION))
+def test_check_rejects_attention_written_wrong(case):
+    """Each wrong attention compiles, and `check --against` the problem refuses it at the
+    CI dims: the spec computes something else than the problem's Model."""
+    (spec,) = SPEC_BY_NUMBER[43]
+    (problem,) = PROBLEM_BY_NUMBER[43]
+    right, wrong = WRONG_ATTENTION[case]
+    text = spec.read_text(encoding="utf-8")
+    assert text.count(right) == 1
+    text = text.replace(right, wrong)
+    compiled = ptodsl.compile(text, name=spec.name, dims=CI_DIMS[spec.stem])
+    with pytest.raises(ProblemError, match="output `y`: the spec computes something else"):
+        run_check(compiled, against=problem, passes="graph", resize=ci_resize(spec.stem))
+
+
+def test_check_rejects_a_kernel_reading_the_mask_one_row_off(tmp_path):
+    """The wrong kernel a compiler of crops could emit for attention: the causal mask's
+    view one row down (each position sees one more than its own), in both modes' kernels."""
+    (spec,) = SPEC_BY_NUMBER[43]
+    (problem,) = PROBLEM_BY_NUMBER[43]
+    compiled = ptodsl.compile(
+        spec.read_text(encoding="utf-8"), name=spec.name, dims=CI_DIMS[spec.stem]
+    )
+    view = re.compile(r"pypto\.view\(bias, (\[[^]]*\]), \[0, 0, 0, 0\]\)")
+    assert len(view.findall(compiled.source)) == 2
+    module = tmp_path / "mask_off.py"
+    module.write_text(view.sub(r"pypto.view(bias, \1, [0, 0, 1, 0])", compiled.source), "utf-8")
+    report = run_check(
+        compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
+    )
     assert not report.ok

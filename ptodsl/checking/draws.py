@@ -267,7 +267,12 @@ class Observation:
                     self.reached.add(reach)
         dtype = getattr(expr.type, "dtype", None)
         if dtype in LARGEST and result.value.is_floating_point() and result.value.numel():
-            largest = float(result.value.abs().max())
+            magnitudes = result.value.abs()
+            if any(bool(o.value.isinf().any()) for o in operands):
+                # an infinity the spec writes (`masked_fill(mask, -inf)`) propagates, as in
+                # torch; only finite values beyond the range overflow
+                magnitudes = torch.where(magnitudes.isinf(), 0.0, magnitudes)
+            largest = float(magnitudes.max())
             if largest > LARGEST[dtype] or math.isnan(largest):
                 self.overflows.append(
                     f"`{self._text(expr)}` (line {expr.span.line}) reaches {largest:.3g}, "

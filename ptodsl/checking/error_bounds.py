@@ -132,6 +132,11 @@ class _Evaluator:
         if rule is None:
             raise ops.UnknownOp(f"op `{expr.op}` has no error-bound rule")
         result = rule(operands, expr.attrs)
+        if bool(result.value.isinf().any()):
+            # an infinity the spec writes (a mask's `-inf`) and what it propagates to: exact,
+            # as IEEE arithmetic gives it (overflowing finite values are a draw's failure)
+            scale = torch.where(result.value.isinf(), 0.0, result.scale.expand(result.value.shape))
+            result = Bounded(result.value, scale)
         if self.observer is not None:
             self.observer(expr, operands, result)
         if isinstance(expr.attrs, ir.Reduce):

@@ -23,7 +23,7 @@ class PythonEmitter:
 
     def expr(self, expr: ir.Expr) -> ast.expr:
         if isinstance(expr, ir.Const):
-            return pytree.value(_finite(expr.value))
+            return pytree.value(float(expr.value))
         if isinstance(expr, ir.Ref):
             return pytree.name(expr.name)
         template = spelling(expr, self.dialect)
@@ -40,11 +40,6 @@ def spelling(expr: ir.Op, dialect: str) -> str:
     if template is None:
         raise ValueError(f"no {dialect} spelling for `{form(expr)}`")
     return template
-
-
-def _finite(number: float) -> float:
-    ir.format_number(number)  # raises for a non-finite constant, which no literal spells
-    return float(number)
 
 
 def _attribute(expr: ir.Op, key: str) -> object:

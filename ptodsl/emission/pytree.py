@@ -121,10 +121,12 @@ def value(python: object) -> ast.expr:
     if isinstance(python, list):
         return ast.List([value(item) for item in python], ast.Load())
     if isinstance(python, int | float) and not isinstance(python, bool):
-        if not math.isfinite(python):
+        if math.isnan(python):
             raise ValueError(f"no Python literal for {python!r}")
         if math.copysign(1, python) < 0:  # -0.0 too: its literal is a negation
-            return ast.UnaryOp(ast.USub(), ast.Constant(-python))
+            return ast.UnaryOp(ast.USub(), value(-python))
+        if math.isinf(python):  # a mask's fill: `float("inf")`, no literal spells it
+            return call("float", "inf")
     if python is None or isinstance(python, bool | int | float | str):
         return ast.Constant(python)
     raise TypeError(f"no Python literal for {python!r}")

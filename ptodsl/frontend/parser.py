@@ -178,8 +178,13 @@ class _ToSyntax(Transformer):
         name, *rest = children
         params = tuple(c for c in rest if isinstance(c, s.BlockParam))
         state = tuple(c for c in rest if isinstance(c, s.WeightDecl | s.ModuleDecl | s.BufferDecl))
-        (arguments,) = (c for c in rest if isinstance(c, tuple))
-        body = tuple(c for c in rest if isinstance(c, s.Let))
+        (arguments,) = (c for c in rest if type(c) is tuple)
+        body = tuple(
+            let
+            for c in rest
+            for let in (c if isinstance(c, _SplitLets) else (c,))
+            if isinstance(let, s.Let)
+        )
         result = rest[-1]
         return s.BlockDef(str(name), params, state, arguments, body, result, _span(name))
 
@@ -263,8 +268,10 @@ class _ToSyntax(Transformer):
         return s.Binary("sub", s.Number(0.0, "0", _span(meta)), _size_operand(size), _span(meta))
 
     def let_stmt(self, meta, children):
-        name, value = children
-        return s.Let(str(name), value, _span(name))
+        *names, value = children
+        if len(names) == 1:
+            return s.Let(str(names[0]), value, _span(names[0]))
+        return _split_lets(names, value)
 
     def assign_stmt(self, meta, children):
         name, value = children
@@ -487,6 +494,42 @@ def _one_axis(size: s.Expr, span: Span) -> s.DimRef:
         offset = int(size.rhs.value)
         return s.DimRef(size.lhs.id, None, span, offset if size.op == "add" else -offset)
     return s.DimRef(None, None, span, expr=size)
+
+
+class _SplitLets(tuple):
+    """The lets one `let a, b = x.split(...)` makes, spread into the spec's items."""
+
+
+def _split_lets(names: list[Token], value: s.Expr) -> _SplitLets:
+    """`let q, k, v = E.split(C, axis=2)`: E bound once to a hidden let, then each name to
+    its chunk (`split(_split_q_k_v, C, axis=2, part=0, parts=3)`, checked like a slice)."""
+    span = _span(names[0])
+    if not (isinstance(value, s.Call) and value.func == "split"):
+        raise SpecError(
+            f"a `let` of {len(names)} names takes a split",
+            value.span,
+            note=f"write `let {', '.join(map(str, names))} = x.split(size, axis=k)`",
+        )
+    if not value.args:
+        raise SpecError("`split` needs a tensor, then the size of its chunks", value.span)
+    source, *arguments = value.args
+    hidden = "_split_" + "_".join(map(str, names))
+    lets = [s.Let(hidden, source, source.span, hidden=True)]
+    for part, name in enumerate(names):
+        counts = tuple(
+            s.Keyword(key, s.Number(float(count), str(count), span), span)
+            for key, count in (("part", part), ("parts", len(names)))
+        )
+        chunk = s.Call(
+            "split",
+            value.func_span,
+            (s.Name(hidden, source.span), *arguments),
+            value.keywords + counts,
+            value.span,
+            builtin=True,
+        )
+        lets.append(s.Let(str(name), chunk, _span(name)))
+    return _SplitLets(lets)
 
 
 def _flatten_dims(spec: s.Spec) -> s.Spec:

@@ -307,6 +307,9 @@ class Let:
     name: str
     value: Expr
     span: Span
+    # made by the parser (the value a `let a, b = x.split(...)` splits): its name starts
+    # with `_`, which no spec name may
+    hidden: bool = attrs.field(default=False, kw_only=True)
 
 
 @attrs.frozen

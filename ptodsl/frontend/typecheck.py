@@ -37,6 +37,7 @@ CONVS = tuple(op.spec for op in ops.of_kind(ops.Kind.CONV))  # conv(x, w, stride
 CONV_KEYWORDS = ("stride", "padding", "dilation", "groups")
 CONCAT = next(op for op in ops.of_kind(ops.Kind.CONCAT))  # cat([a, b], axis=k)
 RESHAPES = ("reshape", "view")  # torch's names; a value is always contiguous here
+AXIS_ORDERS = ("transpose", "permute", "contiguous")
 # torch functions with no builtin of their own, as a spec writes them.
 SPELLED_OUT = {
     "gelu": "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
@@ -111,7 +112,7 @@ KEYWORD_ALIASES = {"dim": "axis", "keepdims": "keepdim", "kernel_size": "size"}
 # Python's spellings of the spec's words.
 NAME_ALIASES = {"True": "true", "False": "false"}
 # Names every spec can read unless it declares them itself.
-CONSTANTS = {"pi": math.pi}
+CONSTANTS = {"pi": math.pi, "inf": math.inf}
 # Integers reach the kernel's f32 arithmetic exactly up to 2^24.
 MAX_EXACT_INTEGER = 1 << 24
 # PyPTO's tensors have at most 4 axes; a declared tensor may have more (3-D pooling's
@@ -239,6 +240,7 @@ def builtin_functions() -> list[str]:
         | set(ARG_REDUCTIONS)
         | set(WINDOWS)
         | {"where", "clamp", "cast", "batchmean", "dropout", INDEX.spec, FLIP.spec}
+        | {"masked_fill", "split", *AXIS_ORDERS}
         | {CONCAT.spec}
         | set(CONVS)
         | set(RESHAPES)
@@ -928,7 +930,10 @@ class _TypeChecker:
         _check_size(item.value)
         _check_nesting(item.value)
         value = self.expr(item.value)
-        self.declare(item.name, item.span)
+        if item.hidden:  # the parser's name, kept from the spec's own
+            self.declared[item.name] = item.span
+        else:
+            self.declare(item.name, item.span)
         self.lets[item.name] = value.type
         self.body.append(ir.Let(item.name, value, item.span))
 
@@ -1475,29 +1480,13 @@ class _TypeChecker:
             self.body.append(ir.Store(name, value, node.span))
         return application
 
-    def computed_operand(
-        self, operand: ir.Expr, node: s.Expr, first: bool, transposed: bool
-    ) -> ir.Ref:
-        """A matmul's first operand computed in the kernel (`fc(x * scale)`), named by a
-        `let` of its own unless it is one: the cube reads it as the [M, K] matrix it is."""
-        if first and transposed:
-            raise SpecError(
-                "`.T` goes on an input or a weight; a computed matmul operand is read as the "
-                "[M, K] value it is",
-                node.span,
-                note="declare the value as an input to multiply it transposed",
-            )
-        if not first:
-            raise SpecError(
-                "a matmul's second operand is an input or a weight, optionally transposed (`x.T`)",
-                node.span,
-                note="the cube multiplies a computed [M, K] value by a declared matrix: "
-                "inputs and weights, such as `fc.weight` (a module's parameter)",
-            )
-        if not isinstance(operand.type, ir.TensorType) or operand.type.rank != 2:
-            raise SpecError(
-                f"a computed matmul operand is a 2-D value, not {operand.type}", node.span
-            )
+    def computed_operand(self, operand: ir.Expr, node: s.Expr) -> ir.Ref:
+        """A matmul operand computed in the spec (`fc(x * scale)`, attention's `q`), named by
+        a `let` of its own unless it is one. A first operand of 2-D the kernel computes in a
+        phase of its own; any other is cut into a kernel of its own (the partition), whose
+        result the matmul's kernel reads as an input."""
+        if not isinstance(operand.type, ir.TensorType) or operand.type.rank not in (2, 3, 4):
+            raise SpecError(f"matmul takes 2-D to 4-D tensors, not {operand.type}", node.span)
         if not operand.type.dtype.is_float:
             raise SpecError(f"matmul takes float tensors, not {operand.type}", node.span)
         if isinstance(operand, ir.Ref) and operand.name in self.lets:
@@ -1514,17 +1503,25 @@ class _TypeChecker:
             return tuple((size,) for size in operand.type.shape)
         return self.inputs[operand.name].declared_groups
 
-    def matmul_operand(self, node: s.Expr, first: bool) -> tuple[ir.Expr, bool]:
-        """An input, optionally transposed with `.T`: PyPTO's matmul reads operands in their
-        own layout and transposes on the fly (a_trans / b_trans); or, as the first operand,
-        a 2-D value the kernel computes."""
+    def matmul_operand(self, node: s.Expr) -> tuple[ir.Expr, bool]:
+        """An operand, and whether it is transposed (`.T` of a matrix, or its last two axes
+        exchanged, `k.transpose(-2, -1)`): PyPTO's matmul reads operands in their own layout
+        and transposes on the fly (a_trans / b_trans). An input or weight is read as
+        declared; a computed value as its kernel writes it."""
         transposed = isinstance(node, s.Attribute)
         if transposed and node.attr != "T":
             raise SpecError(f"unknown attribute `.{node.attr}`; only `.T` exists", node.span)
-        inner = node.value if transposed else node
-        operand = self.expr(inner)
+        if isinstance(node, s.Call) and node.func == "transpose" and node.args:
+            # `k.transpose(-2, -1)`: read transposed; other axes: a transpose of its own
+            operand = self.expr(node.args[0])
+            transposed = self.exchanges_last_axes(node, operand)
+            if not transposed:
+                operand = self.reorder(operand, node)
+        else:
+            operand = self.expr(node.value if transposed else node)
         if not (isinstance(operand, ir.Ref) and operand.name in self.inputs):
-            return self.computed_operand(operand, node, first, transposed), False
+            self.refuse_transposed_batches(node, operand, transposed)
+            return self.computed_operand(operand, node), transposed
         groups = self.split_groups(operand)
         if any(len(group) != 1 for group in groups):
             # the cube reads the declared layout; the product's split axes follow (below)
@@ -1542,29 +1539,44 @@ class _TypeChecker:
                 node.span,
                 note="the cube multiplies f32, f16 or bf16 values",
             )
-        if transposed and operand.type.rank != 2:
-            raise SpecError("`.T` transposes 2-D tensors only", node.span)
+        self.refuse_transposed_batches(node, operand, transposed)
         return operand, transposed
 
+    @staticmethod
+    def refuse_transposed_batches(node: s.Expr, operand: ir.Expr, transposed: bool) -> None:
+        if transposed and isinstance(node, s.Attribute) and operand.type.rank != 2:
+            raise SpecError(
+                "`.T` transposes 2-D tensors only",
+                node.span,
+                note="`x.transpose(-2, -1)` exchanges the last two axes of any rank",
+            )
+
+    def exchanges_last_axes(self, node: s.Call, operand: ir.Expr) -> bool:
+        """Whether `operand.transpose(a, b)` exchanges its last two axes (as a matmul
+        operand: read transposed)."""
+        if node.keywords or len(node.args) != 3 or not isinstance(operand.type, ir.TensorType):
+            return False
+        rank = operand.type.rank
+        axes = {self.signed_axis(axis, rank) for axis in node.args[1:]}
+        return rank >= 2 and axes == {rank - 2, rank - 1}
+
     def matmul(self, node: s.Binary) -> ir.Expr:
-        a, a_trans = self.matmul_operand(node.lhs, first=True)
-        b, b_trans = self.matmul_operand(node.rhs, first=False)
+        a, a_trans = self.matmul_operand(node.lhs)
+        b, b_trans = self.matmul_operand(node.rhs)
         a_shape, b_shape = a.type.shape, b.type.shape
         if a_trans:
-            a_shape = a_shape[::-1]
+            a_shape = ir.swap_last(a_shape)
         if b_trans:
-            b_shape = b_shape[::-1]
+            b_shape = ir.swap_last(b_shape)
         # [..., M, K] @ [K, N] is one matmul of A's rows, its leading axes merged (merge_axes).
         by_matrix = len(b_shape) == 2 and not a_trans
         if not by_matrix and (len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]):
             raise SpecError(
                 f"matmul batch shapes differ: {a.type} and {b.type}",
                 node.span,
-                note="a batched matmul takes two [B, M, K] @ [B, K, N]; a tensor of any rank "
-                "up to 4 multiplies a [K, N] matrix",
+                note="a batched matmul takes [..., M, K] @ [..., K, N] of the same leading "
+                "axes; a tensor of any rank up to 4 multiplies a [K, N] matrix",
             )
-        if len(a_shape) == 4 and len(b_shape) == 4:
-            raise SpecError(f"a batched matmul is 3-D, not {a.type}", node.span)
         if a_shape[-1] != b_shape[-2]:
             raise SpecError(
                 f"matmul contracts {a_shape[-1]} with {b_shape[-2]}: {list(a_shape)} @ "
@@ -1638,6 +1650,12 @@ class _TypeChecker:
             return self.batchmean(operand, node.span)
         if name == "where":
             return self.where(node)
+        if name == "masked_fill":
+            return self.masked_fill(node)
+        if name == "split":
+            return self.split_part(node)
+        if name in AXIS_ORDERS:
+            return self.axis_order(node)
         if name == "dropout":
             return self.dropout(node)
         if name == "clamp":
@@ -2063,6 +2081,113 @@ class _TypeChecker:
         if "min" in bounds:
             return self.elementwise("maximum", (value, bounds["min"]), node.span)
         return self.elementwise("minimum", (value, bounds["max"]), node.span)
+
+    def masked_fill(self, node: s.Call) -> ir.Expr:
+        """`x.masked_fill(mask, value)`: torch's, `where(mask, value, x)`."""
+        if len(node.args) != 3 or node.keywords:
+            raise SpecError(
+                "`masked_fill` takes a tensor, a condition and a value: "
+                "`att.masked_fill(mask == 0, -inf)`",
+                node.span,
+            )
+        value, condition, fill = node.args
+        return self.where(attrs.evolve(node, func="where", args=(condition, fill, value)))
+
+    def split_part(self, node: s.Call) -> ir.Expr:
+        """Chunk `part` of `parts` of a `let a, b = x.split(size, axis=k)` (the parser's
+        call): torch's chunks of `size` along the axis, the last one shorter when the axis
+        is not a multiple; there must be a name per chunk."""
+        if not node.builtin:
+            raise SpecError(
+                "`split` gives several tensors: bind them with one `let`",
+                node.span,
+                note="write `let a, b = x.split(size, axis=k)`, a name per chunk",
+            )
+        keywords = self.keywords(node, ("axis", "part", "parts"))
+        if len(node.args) != 2:
+            raise SpecError("`split` takes the size of its chunks: `x.split(C, axis=2)`", node.span)
+        value = self.expr(node.args[0])
+        if not isinstance(value.type, ir.TensorType):
+            raise SpecError("`split` takes a tensor, not a scalar", node.args[0].span)
+        size = self.fixed_int(node.args[1], "a chunk's size is an integer, a dim or an `int` param")
+        if size < 1:
+            raise SpecError(f"chunks of {size} elements: a chunk holds at least one", node.span)
+        rank = value.type.rank
+        axis = self.signed_axis(keywords["axis"].value, rank) if "axis" in keywords else 0
+        part = int(self.axis_value(keywords["part"].value))
+        parts = int(self.axis_value(keywords["parts"].value))
+        extent = value.type.shape[axis]
+        chunks = -(-extent // size)
+        if chunks != parts:
+            raise SpecError(
+                f"`split` of an axis of {extent} into chunks of {size} gives {chunks} "
+                f"tensor{'s' if chunks != 1 else ''}, bound to {parts} names",
+                node.span,
+                note="give one name per chunk",
+            )
+        start, stop = part * size, min(extent, (part + 1) * size)
+        starts = tuple(start if a == axis else 0 for a in range(rank))
+        stops = tuple(stop if a == axis else None for a in range(rank))
+        crop = ir.Slice(starts, stops)
+        return ir.op("slice", value, span=node.span, attributes=crop)
+
+    def axis_order(self, node: s.Call) -> ir.Expr:
+        """`x.transpose(1, 2)` (two axes exchanged), `x.permute(2, 0, 1)` (the axes in a new
+        order), `x.contiguous()` (the value itself: every value is contiguous here). A
+        permutation is a chain of exchanges; PyPTO moves the data (`pypto.transpose`), in a
+        kernel of its own (the partition cuts around it)."""
+        if not node.args:
+            raise SpecError(f"`{node.func}` takes a tensor", node.span)
+        return self.reorder(self.expr(node.args[0]), node)
+
+    def reorder(self, value: ir.Expr, node: s.Call) -> ir.Expr:
+        """`value` (node's first argument, checked) with its axes in node's order."""
+        if node.keywords:
+            keyword = node.keywords[0]
+            raise SpecError(f"`{node.func}` takes no keyword `{keyword.name}`", keyword.span)
+        if not isinstance(value.type, ir.TensorType):
+            raise SpecError(f"`{node.func}` takes a tensor, not a scalar", node.args[0].span)
+        rank = value.type.rank
+        given = node.args[1:]
+        if node.func == "contiguous":
+            if given:
+                raise SpecError("`contiguous` takes no axes", given[0].span)
+            return value
+        if node.func == "transpose" and len(given) != 2:
+            raise SpecError(
+                "`transpose` exchanges two axes: `x.transpose(1, 2)`",
+                node.span,
+                note="`x.permute(...)` puts every axis in a new order",
+            )
+        order = [self.signed_axis(axis, rank) for axis in given]
+        if node.func == "transpose":
+            first, second = order
+            order = list(range(rank))
+            order[first], order[second] = second, first
+        if sorted(order) != list(range(rank)):
+            raise SpecError(
+                f"`permute` of a rank-{rank} tensor takes each of its {rank} axes once, "
+                f"not {order}",
+                node.span,
+                note="name the axes in their new order, e.g. `x.permute(2, 0, 1)`",
+            )
+        # exchanges that bring each position its axis, first to last
+        current = list(range(rank))
+        for position, axis in enumerate(order):
+            source = current.index(axis)
+            if source == position:
+                continue
+            value = ir.op("swap", value, span=node.span, attributes=ir.Swap(position, source))
+            current[position], current[source] = current[source], current[position]
+        return value
+
+    def signed_axis(self, node: s.Expr, rank: int) -> int:
+        """An axis written as torch writes it: from 0, or negative from the end."""
+        negative = isinstance(node, s.Unary)
+        axis = self.axis_value(node.operand if negative else node) * (-1 if negative else 1)
+        if not -rank <= axis < rank:
+            raise SpecError(f"axis {axis} is out of range for a rank-{rank} tensor", node.span)
+        return axis % rank
 
     def where(self, node: s.Call) -> ir.Expr:
         if len(node.args) != 3 or node.keywords:

@@ -1136,11 +1136,12 @@ class Kernel:
     target_ranks: bool = False
     mode: Mode | None = None  # the mode a spec whose result depends on it is lowered for
 
-    def free_name(self, name: str) -> str:
+    def free_name(self, name: str, taken: frozenset[str] = frozenset()) -> str:
         """`name`, or `name2`, `name3`, ... where the spec uses it (einsum-style dims `i`,
-        `j`, `k` are welcome in a spec)."""
+        `j`, `k` are welcome in a spec) or it is `taken`."""
         numbered = (f"{name}{n}" for n in itertools.count(2))
-        return next(c for c in itertools.chain((name,), numbered) if c not in self.spec_names)
+        used = self.spec_names | taken
+        return next(c for c in itertools.chain((name,), numbered) if c not in used)
 
     @property
     def launch_count(self) -> int:
@@ -1265,9 +1266,12 @@ class Kernel:
 
 
 def format_number(value: float) -> str:
-    """The shortest literal that reads back as the same float (`repr` round-trips)."""
-    if math.isinf(value) or math.isnan(value):
+    """The shortest literal that reads back as the same float (`repr` round-trips); `inf`
+    and `-inf` as a spec writes them."""
+    if math.isnan(value):
         raise ValueError(f"non-finite constant {value}")
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     text = repr(float(value))
     return text
 

@@ -255,8 +255,8 @@ def _split(natural: ir.TensorType, given: ir.TensorType) -> bool:
 
 
 def _transpose(types: Types, _attributes: object) -> ir.Type:
-    tensor = _one_tensor(types)
-    return ir.TensorType(tensor.shape[::-1], tensor.dtype)
+    tensor = _one_tensor(types)  # a matrix's, or each matrix's of a batch
+    return ir.TensorType(ir.swap_last(tensor.shape), tensor.dtype)
 
 
 def _reshape(types: Types, attributes: ir.Reshape) -> ir.Type:

@@ -347,7 +347,8 @@ def _softmax_parts(t, a, axis: int):
     exp rounds), and the sum's error E = sum_j p_j e_j, relative to the sum."""
     shifted = a.value - a.value.amax(dim=axis, keepdim=True)
     probabilities = t.softmax(a.value, dim=axis)
-    exponent_error = a.scale + shifted.abs() + 1
+    # exp(-inf) is 0 exactly: a masked element (`masked_fill(mask, -inf)`) adds no error
+    exponent_error = t.where(shifted.isinf(), 0.0, a.scale + shifted.abs() + 1)
     sum_error = t.sum(probabilities * exponent_error, dim=axis, keepdim=True)
     return probabilities, exponent_error, sum_error
 
@@ -1114,7 +1115,7 @@ _OPS = [
         native="t,t",
         bound=_matmul_bound,
     ),
-    OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.T", result=op_types.TRANSPOSE),
+    OpDef("transpose", Kind.LAYOUT, 1, torch="{0}.mT", result=op_types.TRANSPOSE),
     OpDef("clone", Kind.LAYOUT, 1, pypto="pypto.clone({0})", result=op_types.SAME),
     OpDef(
         "expand",
@@ -1145,12 +1146,19 @@ _OPS = [
         bound=_exact_bound(lambda t, a, attributes: a.value.reshape(attributes.shape), True),
         result=op_types.RESHAPE,
     ),
+    # `x.transpose(1, 2)` of a spec (a kernel of its own: the partition cuts around it) and
+    # a window phase's last-axis steps.
     OpDef(
         "swap",
         Kind.LAYOUT,
         1,
+        torch="torch.transpose({0}, {first}, {second}).contiguous()",
         pypto="pypto.transpose({0}, {first}, {second})",
+        native="t",
         attributes=ir.Swap,
+        bound=_exact_bound(
+            lambda t, a, attributes: a.value.transpose(attributes.first, attributes.second), True
+        ),
         result=op_types.SWAP,
     ),
 ]
@@ -1243,13 +1251,20 @@ def positional_axes(values: Iterable[ir.Expr]) -> frozenset[int]:
                 axes |= set(node.attrs.axes)
             elif kind is Kind.CONV:  # every axis: the cube reads it in its declared layout
                 axes |= set(range(node.type.rank))
+            elif moves_axes(node.op):  # its operand's views follow the axes it keeps
+                axes |= {node.attrs.first, node.attrs.second}
     return frozenset(axes)
 
 
 def reads_declared_layout(name: str) -> bool:
-    """Whether the op reads its declared operands as they are stored (the cube's ops):
-    such inputs stay out of the kernel's frame of iteration axes."""
-    return lookup(name).kind in (Kind.MATMUL, Kind.CONV)
+    """Whether the op reads its declared operands as they are stored (the cube's ops, a
+    transpose): such inputs stay out of the kernel's frame of iteration axes."""
+    return lookup(name).kind in (Kind.MATMUL, Kind.CONV) or moves_axes(name)
+
+
+def moves_axes(name: str) -> bool:
+    """Whether the op exchanges two axes of its operand (`pypto.transpose`, moving data)."""
+    return isinstance(lookup(name).attributes, type) and lookup(name).attributes is ir.Swap
 
 
 def native_forms() -> frozenset[str]:
