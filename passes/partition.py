@@ -14,6 +14,13 @@ single cut does, the spec is cut where its first part stops fitting, and the res
 again. Values both sides read become intermediates too: no kernel computes twice what
 another already wrote. Scalars are constants of every kernel that reads them.
 
+Some cuts are known before any search: a transpose and a matmul of values the spec
+computes (attention's heads and scores) read those values only as a kernel's inputs
+(`align_axes.read_as_input`), so the spec is first cut after each such value, in program
+order, and each part is then searched on its own. That keeps every search small: a
+transformer block is thirteen kernels, which one search over all of them found in 231 to
+480 lowerings, more than a hundred times over for its tuning candidates.
+
 This pass maps a spec-level kernel to a forward program's kernels, not a kernel to a
 kernel, so its signature is its own: `partition(checked, lower_one) -> [Part, ...]`.
 """
@@ -87,16 +94,21 @@ def _required_cuts(kernel: ir.Kernel) -> list[tuple[ir.Kernel, FrameError | None
     their own. Each part with the frame error that cut it after itself (None for the
     last); the parts are cut further where their frames ask."""
     parts: list[tuple[ir.Kernel, FrameError | None]] = []
-    while (point := _first_required(kernel)) is not None:
+    taken: frozenset[str] = frozenset()
+    while (point := _first_required(kernel, taken)) is not None:
         bound, name, because = point
         writer, kernel = split(bound, (bound, name))
         parts.append((writer, because))
+        taken |= writer.spec_names
     return [*parts, (kernel, None)]
 
 
-def _first_required(kernel: ir.Kernel) -> tuple[ir.Kernel, str, FrameError] | None:
+def _first_required(
+    kernel: ir.Kernel, taken: frozenset[str]
+) -> tuple[ir.Kernel, str, FrameError] | None:
     """The first value (in program order) a matmul or a transpose reads only as an input:
-    the kernel with it bound to a let where it was an expression, the let's name, and why."""
+    the kernel with it bound to a let (named apart from `taken`) where it was an
+    expression, the let's name, and why."""
     inputs = {tensor.name for tensor in kernel.inputs}
 
     def computed(operand: ir.Expr) -> bool:
@@ -111,8 +123,23 @@ def _first_required(kernel: ir.Kernel) -> tuple[ir.Kernel, str, FrameError] | No
                     (operand,) = operand.operands
                 because = FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
                 if isinstance(operand, ir.Ref):
-                    return kernel, operand.name, because
-                return (*_bound(kernel, index, operand), because)
+                    # a crop of another value (a `split`'s chunk): that value first, so
+                    # that the crop is a view of a kernel's output (tiling's rule on
+                    # stored crops)
+                    cropped = _cropped_let(kernel, operand.name)
+                    return kernel, cropped or operand.name, because
+                return (*_bound(kernel, index, operand, taken), because)
+    return None
+
+
+def _cropped_let(kernel: ir.Kernel, name: str) -> str | None:
+    """The let that let `name` crops, when its value is a crop of one."""
+    lets = {s.name: s.value for s in kernel.body if isinstance(s, ir.Let)}
+    value = lets[name]
+    if isinstance(value, ir.Op) and ops.lookup(value.op).kind is ops.Kind.SLICE:
+        (operand,) = value.operands
+        if isinstance(operand, ir.Ref) and operand.name in lets:
+            return operand.name
     return None
 
 

@@ -13,7 +13,7 @@ import math
 
 import attrs
 
-from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import FrameError, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import ops
 from ptodsl.ir.target import PYPTO_0_2_0, Target, ub_use
@@ -486,6 +486,35 @@ def _stores_a_view(kernel: ir.Kernel, statements: list[int]) -> bool:
     )
 
 
+def _refuse_large_stored_crops(kernel: ir.Kernel, statements: list[int], target: Target) -> None:
+    """A crop of a value the kernel computes, stored as it is (`k = h[:, C:2 * C]` of `let
+    h = fc(x)`): pypto 0.2.0 copies the whole crop into UB at once, whatever the vector
+    tile ("Alloc tensor size [6291456] exceeds MEM_UB size [196608]" for a [2048, 768]
+    crop; read through `pypto.clone` or `* 1.0` it crashes the simulator, "Invalid slot
+    index"). Past UB the value is written by a kernel of its own and the crop is a view of
+    that kernel's output, which pypto copies tile by tile."""
+    lets = {s.name for s in kernel.body if isinstance(s, ir.Let)}
+    for index in statements:
+        stmt = kernel.body[index]
+        value = stmt.value
+        if not (
+            isinstance(stmt, ir.Store)
+            and isinstance(value, ir.Op)
+            and ops.lookup(value.op).kind is ops.Kind.SLICE
+            and isinstance(value.operands[0], ir.Ref)
+            and value.operands[0].name in lets
+        ):
+            continue
+        size = value.type.size * value.type.dtype.itemsize
+        if size > target.ub_bytes:
+            raise FrameError(
+                f"a crop of {size} bytes of a value this kernel computes is stored; pypto "
+                f"copies it into UB ({target.ub_bytes} bytes) at once",
+                stmt.span,
+                note="the value is written by a kernel of its own, and the crop read from it",
+            )
+
+
 def _copied(value: ir.Expr) -> str | None:
     """The let a store copies (`y <- clone(h)`, or `y <- h`), if it only copies one."""
     if isinstance(value, ir.Op) and value.op == "clone":
@@ -636,6 +665,7 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             tile = _window_tile(shape, itemsize, _transposing(target))
             phases.append(ir.Phase(tuple(indexes), shape, tile=tile))
             continue
+        _refuse_large_stored_crops(kernel, indexes, target)
         # every op's operands and result share UB: the widest op bounds the tile
         ub = ub_use(kernel, indexes, shape, target)
         fitting = (target.ub_bytes - ub.workspace) // ub.bytes_per_element

@@ -392,3 +392,30 @@ def test_a_let_no_output_reads_is_left_out_of_every_kernel():
         for k in compiled.lowered.kernels
     )
     assert run_check(compiled, passes="graph").ok
+
+
+CROP_OF_A_PRODUCT = """kernel crop_of_product
+dims   R = {rows}, C = 512
+input  x: f32[R, C]
+weight w: linear(C, 1536)
+output k: f32[R, C]
+output s: f32[R, 1536]
+let h = w(x)
+k = h[:, C:2 * C]
+s = h
+"""
+
+
+def test_a_large_stored_crop_of_a_computed_value_is_read_from_a_kernel_of_its_own():
+    """pypto copies a stored crop of a value its kernel computes into UB whole ([2048,
+    768] of a linear layer's [2048, 2304] output failed in SIM, level 3 #50's `split` at
+    batch 2): past UB the value gets a kernel of its own and the crop is a view of its
+    output, checked in SIM. Within UB the crop stays in the value's kernel."""
+    small = ptodsl.compile(CROP_OF_A_PRODUCT.format(rows=64), name="small.pto")
+    assert len(small.lowered.kernels) == 1
+    large = ptodsl.compile(CROP_OF_A_PRODUCT.format(rows=128), name="large.pto")
+    writer, reader = large.lowered.kernels
+    assert [t.name for t in writer.outputs] == ["h"]
+    assert "a crop of 262144 bytes" in large.lowered.parts[0].cut_because.message
+    report = run_check(large)
+    assert report.ok, report.to_json()
