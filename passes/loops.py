@@ -113,6 +113,25 @@ MATMUL_ITERATIONS = 4
 MATMUL_MIN_ROWS = 128
 
 
+# Kernel arguments past which a looped matmul's workspace crashes pypto 0.2.0's simulator.
+MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE = 4
+
+
+def _workspace_crashes(kernel: ir.Kernel, phase: ir.Phase) -> bool:
+    """A matmul whose row chunks are assembled into a workspace (`_m0 = pypto.Tensor(...)`,
+    its product a `let` that later phases read) in a kernel of five or more tensor
+    arguments crashes pypto 0.2.0's simulator ("Invalid slot index 64", SIGSEGV), whatever
+    the chunk count or vector tile: `relu(x @ W.T + b) * s` of a [512, 1024] x and a
+    [512, 768] or [768] s, and the dropout after minGPT's output projection. With four
+    arguments it runs (`examples/linear_relu.pto`), and so does one matmul without the
+    loop (37.6 us for [1024, 768] by [768, 768] with a dropout mask): it then runs so."""
+    (index,) = phase.statements
+    arguments = len(kernel.inputs) + len(kernel.outputs)
+    return (
+        isinstance(kernel.body[index], ir.Let) and arguments > MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE
+    )
+
+
 def plan_matmul_loop(phase: ir.Phase, chunks: int = MATMUL_ITERATIONS) -> ir.Loop | None:
     """2-D matmuls loop over M (PyPTO pattern B) in 4 chunks of ceil_div(M, 4) rows, rounded
     up to the cube's 16 and at least one 128-row block; a constant tail takes the rest.
@@ -204,7 +223,8 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
             continue
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole, target)
-            loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)
+            chunks = 1 if _workspace_crashes(kernel, whole) else matmul_chunks
+            loop = None if k_loop or chunks == 1 else plan_matmul_loop(whole, chunks)
             accumulate = None
             if k_loop is not None:  # K chunks accumulate into the output on the vector cores
                 (index,) = whole.statements

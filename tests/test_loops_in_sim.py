@@ -73,3 +73,26 @@ def test_a_tail_block_writes_what_its_loop_writes(body):
     assert loops and all(loop["tail"] == 3 for loop in loops), loops
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+GEMM_TIMES_INPUT = """kernel gemm_times_input
+dims   M = 512, K = 1024, N = 768
+input  x: f32[M, K]
+input  W: f32[N, K]
+input  b: f32[N]
+input  s: f32[M, N]
+output y: f32[M, N]
+y = relu(x @ W.T + b) * s
+"""
+
+
+def test_a_matmul_workspace_beside_four_arguments_is_not_looped():
+    """A matmul's row chunks assembled into a workspace, in a kernel of five tensor
+    arguments, crashed pypto's simulator ("Invalid slot index 64"): such a matmul runs
+    unlooped and the kernel passes in SIM; with four arguments the loop stays."""
+    compiled = ptodsl.compile(GEMM_TIMES_INPUT, name="gemm_times_input.pto")
+    assert "pypto.loop(" not in compiled.source
+    report = run_check(compiled, passes="graph")
+    assert report.ok, report.to_json()
+    four = ptodsl.compile(EXAMPLE_BY_STEM["linear_relu"].read_text(encoding="utf-8"))
+    assert "pypto.loop(" in four.source and "_m0 = pypto.Tensor(" in four.source
