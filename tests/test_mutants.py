@@ -262,10 +262,17 @@ def compile_example(path):
 # intermediate) are mutated, the rest would add CI minutes and no new kind of kernel.
 # KernelBench level 2's GEMM examples are the same kind of kernel again: left out (see
 # issue 41 on the constants they would need inputs to reach).
-# Networks of several kernels (LeNet-5, ResNet's block, the blocks example) are mutated by
-# the wrong-program tests of test_kernelbench_level3.py, test_blocks.py and
+# Networks of several kernels (LeNet-5, ResNet's block, the blocks example, attention) are
+# mutated by the wrong-program tests of test_kernelbench_level3.py, test_blocks.py and
 # test_partition.py: a one-token mutant here is of a one-kernel module.
-SEVERAL_KERNELS = ("residual_mlp", "4_LeNet5", "8_ResNetBasicBlock")
+SEVERAL_KERNELS = (
+    "residual_mlp",
+    "4_LeNet5",
+    "8_ResNetBasicBlock",
+    "43_MinGPTCausalAttention",
+    "44_MiniGPTBlock",
+    "50_ReLUSelfAttention",
+)
 MUTATED = [
     p
     for p in EXAMPLES
