@@ -198,13 +198,13 @@ class _Aligner:
             raise FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
 
     def computed(self, operand: ir.Expr) -> bool:
+        """Whether `operand` is a value the kernel computes (a `let`), which lives in the
+        frame, rather than a declared tensor in its own layout."""
         return not (isinstance(operand, ir.Ref) and operand.name in self.input_names)
 
     def computed_operand(self, matmul: ir.Op) -> bool:
-        """Whether the matmul's first operand is a value the kernel computes (a `let`),
-        which lives in the frame, rather than a declared tensor in its own layout."""
-        a = matmul.operands[0]
-        return not (isinstance(a, ir.Ref) and a.name in self.input_names)
+        """Whether the matmul's first operand is a value the kernel computes."""
+        return self.computed(matmul.operands[0])
 
     def regrouped(self, node: ir.Op) -> Frame:
         """A reshape's axes: kept axes are the operand's; a split axis is refined into new

@@ -45,30 +45,34 @@ def _transposed_views(kernel: ir.Kernel) -> dict[str, ir.TensorType]:
     """Inputs read only by transposes, each through one reshape that splits its axes: the
     shape they are read in."""
     inputs = {tensor.name: tensor for tensor in kernel.inputs}
-    seen: dict[str, set] = {}
-    for stmt in kernel.body:
-        for node in ir.walk(stmt.value):
-            for operand in node.operands if isinstance(node, ir.Op) else ():
-                if isinstance(operand, ir.Ref) and operand.name in inputs:
-                    viewed = (
-                        isinstance(node, ir.Op)
-                        and node.op == "reshape"
-                        and any(
-                            isinstance(user, ir.Op)
-                            and ops.moves_axes(user.op)
-                            and user.operands[0] is node
-                            for user in ir.walk(stmt.value)
-                        )
-                    )
-                    seen.setdefault(operand.name, set()).add(node.type if viewed else None)
-    return {
-        name: next(iter(types))
-        for name, types in seen.items()
-        if len(types) == 1
-        and None not in types
-        and len(inputs[name].dims) == len(inputs[name].declared_shape)  # no split axes yet
-        and _splits_each(inputs[name].type.shape, next(iter(types)).shape)
+    nodes = [node for stmt in kernel.body for node in ir.walk(stmt.value)]
+    views = {  # the reshapes transposes read
+        id(node.operands[0])
+        for node in nodes
+        if isinstance(node, ir.Op) and ops.moves_axes(node.op) and _is_reshape(node.operands[0])
     }
+    read_as: dict[str, set[ir.TensorType | None]] = {}  # None: read otherwise
+    for node in nodes:
+        for operand in node.operands if isinstance(node, ir.Op) else ():
+            if isinstance(operand, ir.Ref) and operand.name in inputs:
+                viewed = node.type if id(node) in views else None
+                read_as.setdefault(operand.name, set()).add(viewed)
+    found = {}
+    for name, types in read_as.items():
+        (viewed, *others) = types
+        tensor = inputs[name]
+        if (
+            not others
+            and viewed is not None
+            and len(tensor.dims) == len(tensor.declared_shape)  # no split axes yet
+            and _splits_each(tensor.type.shape, viewed.shape)
+        ):
+            found[name] = viewed
+    return found
+
+
+def _is_reshape(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Op) and node.op == "reshape"
 
 
 def _splits_each(old: tuple[int, ...], new: tuple[int, ...]) -> bool:

@@ -112,15 +112,12 @@ def _first_required(
     inputs = {tensor.name for tensor in kernel.inputs}
 
     def computed(operand: ir.Expr) -> bool:
-        while isinstance(operand, ir.Op) and _is_layout(operand):  # a view of an input
-            (operand,) = operand.operands
-        return not (isinstance(operand, ir.Ref) and operand.name in inputs)
+        viewed = _unviewed(operand)  # a view of an input is the input
+        return not (isinstance(viewed, ir.Ref) and viewed.name in inputs)
 
     for index, stmt in enumerate(kernel.body):
         for node in ir.walk(stmt.value):
-            for operand in read_as_input(node, computed):
-                while isinstance(operand, ir.Op) and _is_layout(operand):
-                    (operand,) = operand.operands
+            for operand in map(_unviewed, read_as_input(node, computed)):
                 because = FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
                 if isinstance(operand, ir.Ref):
                     # a crop of another value (a `split`'s chunk): that value first, so
@@ -130,6 +127,13 @@ def _first_required(
                     return kernel, cropped or operand.name, because
                 return (*_bound(kernel, index, operand, taken), because)
     return None
+
+
+def _unviewed(node: ir.Expr) -> ir.Expr:
+    """`node` seen through the views (reshapes) around it."""
+    while isinstance(node, ir.Op) and _is_layout(node) and len(node.operands) == 1:
+        (node,) = node.operands
+    return node
 
 
 def _cropped_let(kernel: ir.Kernel, name: str) -> str | None:
@@ -315,9 +319,7 @@ def _worth_a_cut(node: ir.Expr) -> bool:
 
 def _a_view_of_declared(node: ir.Expr) -> bool:
     """A declared tensor seen through reshapes only: a kernel computing it would copy it."""
-    while isinstance(node, ir.Op) and _is_layout(node) and len(node.operands) == 1:
-        (node,) = node.operands
-    return isinstance(node, ir.Ref)
+    return isinstance(_unviewed(node), ir.Ref)
 
 
 def _ops(kernel: ir.Kernel) -> int:

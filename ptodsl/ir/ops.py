@@ -1264,7 +1264,7 @@ def reads_declared_layout(name: str) -> bool:
 
 def moves_axes(name: str) -> bool:
     """Whether the op exchanges two axes of its operand (`pypto.transpose`, moving data)."""
-    return isinstance(lookup(name).attributes, type) and lookup(name).attributes is ir.Swap
+    return lookup(name).attributes is ir.Swap
 
 
 def native_forms() -> frozenset[str]:
