@@ -267,30 +267,32 @@ class _Aligner:
                         self.axes.union(mine, theirs)
                         settled = False
 
-    def refuse_reframed_convolution(self, conv: ir.Op, shape: tuple[int, ...]) -> None:
-        """A convolution computes its result in its own layout, [N, C_out, *spatial]. When
-        the frame sees it otherwise (a reshape splits one of its axes, as GroupNorm's channel
-        groups, or adds an axis of size 1 among them), its lowering cannot produce it."""
-        if shape == conv.type.shape:
+    def refuse_reframed(self, node: ir.Op, shape: tuple[int, ...]) -> None:
+        """A convolution or a transpose computes its result in its own layout (a
+        convolution's [N, C_out, *spatial]). When the frame sees it otherwise (a reshape
+        splits one of its axes, as GroupNorm's channel groups or a transposed sequence's
+        image rows, or adds an axis of size 1 among them), its lowering cannot produce it."""
+        if shape == node.type.shape:
             return
-        mine = {self.axes.find(axis) for axis in self.frame(conv)}
+        what = "a transpose" if ops.moves_axes(node.op) else "a convolution"
+        mine = {self.axes.find(axis) for axis in self.frame(node)}
         span = next(
             (s for s, operand in self.reshapes if mine & {self.axes.find(a) for a in operand}),
             None,
         )
         if span is None:
             raise FrameError(
-                "the kernel's other values have axes this convolution's result does not; "
-                "ptodsl computes a convolution in its own layout only",
-                conv.span,
-                note="compute the convolution in a kernel of its own (its result an output), "
+                f"the kernel's other values have axes this {what.split()[1]}'s result does "
+                f"not; ptodsl computes {what} in its own layout only",
+                node.span,
+                note=f"compute {what} in a kernel of its own (its result an output), "
                 "and the rest in another",
             )
         raise FrameError(
-            "this reshape splits or adds axes of a convolution's result; ptodsl computes a "
-            "convolution in its own layout only",
+            f"this reshape splits or adds axes of {what}'s result; ptodsl computes {what} "
+            "in its own layout only",
             span,
-            note="compute the convolution in a kernel of its own (its result an output), "
+            note=f"compute {what} in a kernel of its own (its result an output), "
             "and the reshape and what follows in another",
         )
 
@@ -468,8 +470,9 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
             return attrs.evolve(rebuilt, operands=(matrix, b))
         if node.op == "matmul":
             return rebuilt  # operands keep their declared layout
-        if ops.moves_axes(node.op):
-            return rebuilt  # its operand is an input in its declared layout
+        if ops.moves_axes(node.op):  # its operand is an input in its declared layout
+            aligner.refuse_reframed(node, shape)
+            return rebuilt
         if ops.reads_declared_layout(node.op):  # a convolution
             for position, operand in enumerate(node.operands):
                 declared = aligner.input_names | (aligner.convolved if position == 0 else set())
@@ -480,7 +483,7 @@ def align_axes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kern
                         note="convolve a declared input, or another convolution's result, by a "
                         "declared weight; compute after it",
                     )
-            aligner.refuse_reframed_convolution(node, shape)
+            aligner.refuse_reframed(node, shape)
             return rebuilt
         if node.op == "reshape":  # the operand already has the finer axes
             operand = rebuild(node.operands[0])

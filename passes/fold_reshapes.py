@@ -41,9 +41,10 @@ def _declared(operand: ir.Expr) -> ir.Expr:
     return operand
 
 
-def _transposed_views(kernel: ir.Kernel) -> dict[str, ir.TensorType]:
+def transposed_views(kernel: ir.Kernel) -> dict[str, ir.TensorType]:
     """Inputs read only by transposes, each through one reshape that splits its axes: the
-    shape they are read in."""
+    shape they are read in. (A transpose of any other reshape of an input, one merging
+    axes, reads a value the kernel computes: the partition cuts after it.)"""
     inputs = {tensor.name: tensor for tensor in kernel.inputs}
     nodes = [node for stmt in kernel.body for node in ir.walk(stmt.value)]
     views = {  # the reshapes transposes read
@@ -95,7 +96,7 @@ def _view_input(tensor: ir.Tensor, viewed: ir.TensorType) -> ir.Tensor:
 
 
 def fold_reshapes(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Kernel:
-    views = _transposed_views(kernel)
+    views = transposed_views(kernel)
 
     def viewed(node: ir.Expr) -> ir.Expr:
         if isinstance(node, ir.Op) and node.op == "reshape":

@@ -35,6 +35,7 @@ from ptodsl.frontend.diagnostics import FrameError, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import ops
 from ptodsl.passes.align_axes import ONLY_INPUTS, ONLY_INPUTS_NOTE, read_as_input
+from ptodsl.passes.fold_reshapes import transposed_views
 
 MAX_KERNELS = 8  # a spec needing more is refused with the first kernel's frame error
 # Lowerings one search for cuts may try: the search backtracks over first kernels that
@@ -110,14 +111,27 @@ def _first_required(
     the kernel with it bound to a let (named apart from `taken`) where it was an
     expression, the let's name, and why."""
     inputs = {tensor.name for tensor in kernel.inputs}
+    transposed = transposed_views(kernel)
 
     def computed(operand: ir.Expr) -> bool:
         viewed = _unviewed(operand)  # a view of an input is the input
         return not (isinstance(viewed, ir.Ref) and viewed.name in inputs)
 
+    def computed_for_transpose(operand: ir.Expr) -> bool:
+        # an input, or its view that fold_reshapes makes the input's own shape
+        if isinstance(operand, ir.Op) and operand.op == "reshape":
+            (viewed,) = operand.operands
+            return not (isinstance(viewed, ir.Ref) and viewed.name in transposed)
+        return computed(operand)
+
     for index, stmt in enumerate(kernel.body):
         for node in ir.walk(stmt.value):
-            for operand in map(_unviewed, read_as_input(node, computed)):
+            moves = isinstance(node, ir.Op) and ops.moves_axes(node.op)
+            unread = read_as_input(node, computed_for_transpose if moves else computed)
+            for read in unread:
+                operand = _unviewed(read)
+                if isinstance(operand, ir.Ref) and operand.name in inputs:
+                    operand = read  # a view of an input the transpose cannot read as one
                 because = FrameError(ONLY_INPUTS[node.op], node.span, note=ONLY_INPUTS_NOTE)
                 if isinstance(operand, ir.Ref):
                     # a crop of another value (a `split`'s chunk): that value first, so

@@ -12,7 +12,7 @@ from ptodsl.frontend.blocks import expand_blocks
 from ptodsl.frontend.diagnostics import FrameError, Source, Span, SpecError
 from ptodsl.frontend.parser import parse
 from ptodsl.frontend.syntax import Spec
-from ptodsl.frontend.typecheck import typecheck
+from ptodsl.frontend.typecheck import refuse_oversized_values, typecheck
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.forward import Forward, build_forward
 from ptodsl.ir.target import PYPTO_0_2_0, Target
@@ -136,6 +136,7 @@ def lower(
         if until == "check":
             parts = (KernelStages(checked, ()),)
         else:
+            refuse_oversized_values(checked)
             parts = _lowered_parts(checked, context, until)
         program = eval_lowered = None
         if checked.mode is ir.Mode.TRAINING:

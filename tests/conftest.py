@@ -121,6 +121,9 @@ FULL_SHAPE_REFUSED = {
     # BatchNorm3d's statistics over 128 samples of 63^3 values: per channel, one loop's
     # iteration still needs 3965 tiles (pypto's limit: 2048); a loop over two axes would do
     "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool": "even per index of the loop axis",
+    # the attention scores of 2 images x 4 heads x 16384 x 16384 pixels: 2^31 elements, one
+    # more than a PyPTO tensor holds
+    "31_VisionAttention": "more than PyPTO's 2147483647 elements",
 }
 
 

@@ -82,3 +82,50 @@ kh = k.view(B, T, NH, HS).transpose(1, 2)
     assert "k.contiguous().reshape(2, 16, 2, 16)" in compiled.source
     assert "pypto.transpose(k, 1, 2)" in compiled.source
     assert kernel.inputs[0].kernel_shape == (2, 16, 2, 16)
+
+
+CROSS_ATTENTION = """kernel cross_attention
+dims B = 2, L = 8, S = 4, E = 16, NH = 2
+param embed_dim: int = E
+param num_heads: int = NH
+input query: f32[B, L, E]
+input memory: f32[B, S, E]
+weight attn: multihead_attention(embed_dim, num_heads, batch_first=true)
+output out: f32[B, L, E]
+output weights: f32[B, L, S]
+let attended, averaged = attn(query, memory, memory)
+out = attended
+weights = averaged
+"""
+
+CROSS_ATTENTION_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+
+    def forward(self, query, memory):
+        return self.attn(query, memory, memory)
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 16), torch.randn(2, 4, 16)]
+
+
+def get_init_inputs():
+    return [16, 2]
+"""
+
+
+def test_multihead_attention_of_another_sequence_is_torchs(tmp_path):
+    """nn.MultiheadAttention's other path: queries of one sequence, keys and values of
+    another (each projected by its third of `in_proj_weight`), batch first, and both of
+    its results (the weights averaged over the heads), against torch's own module."""
+    problem = tmp_path / "cross_attention.py"
+    problem.write_text(CROSS_ATTENTION_PROBLEM, encoding="utf-8")
+    compiled = ptodsl.compile(CROSS_ATTENTION, name="cross_attention.pto")
+    report = run_check(compiled, against=problem)
+    assert report.ok, report.to_json()

@@ -15,6 +15,10 @@ HEADER = """kernel k
 dims M = 4, N = 8
 """
 CONV = "kernel k\ninput x: f32[2, 4, 8, 8]\n"
+ATTENTION = (
+    HEADER + "input x: f32[M, 2, N]\nweight attn: multihead_attention(N, 2)\n"
+    "output y: f32[M, 2, N]\n"
+)
 
 CASES = {
     # syntax
@@ -212,6 +216,18 @@ CASES = {
     "y = x.transpose(1)\n",
     "masked_fill_without_a_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = x.masked_fill(x > 0.0)\n",
+    # nn.MultiheadAttention: three operands, two results
+    "module_of_two_results_bound_to_one_name": ATTENTION + "let a = attn(x, x, x)\ny = a\n",
+    "module_of_two_results_bound_to_three_names": ATTENTION
+    + "let a, b, c = attn(x, x, x)\ny = a\n",
+    "function_of_one_result_bound_to_two_names": ATTENTION + "let a, b = relu(x)\ny = a\n",
+    "attention_called_with_one_operand": ATTENTION + "let a, _ = attn(x)\ny = a\n",
+    "attention_heads_do_not_divide": HEADER + "input x: f32[M, 2, N]\n"
+    "weight attn: multihead_attention(N, 3)\noutput y: f32[M, 2, N]\n"
+    "let a, _ = attn(x, x, x)\ny = a\n",
+    "attention_dropout": HEADER + "input x: f32[M, 2, N]\n"
+    "weight attn: multihead_attention(N, 2, dropout=0.1)\noutput y: f32[M, 2, N]\n"
+    "let a, _ = attn(x, x, x)\ny = a\n",
     # convolutions
     "conv_groups_do_not_divide": CONV + "weight w: f32[6, 2, 3, 3] = randn\n"
     "output y: f32[2, 6, 6, 6]\ny = conv(x, w, groups=3)\n",

@@ -26,7 +26,7 @@ SPECS = ROOT / "examples" / "kernelbench-level3"
 SPEC_BY_NUMBER = {n: paths for n, paths in by_number(SPECS.glob("*.pto")).items()}
 SCALED = read_scaled(SPECS / SCALED_FILE, SPECS)
 # The problems written so far (issue 47 asks for 1, 2, 3, 4, 8, 31, 33, 43, 44 and 50).
-WRITTEN = [1, 2, 3, 4, 8, 33, 43, 44, 50]
+WRITTEN = [1, 2, 3, 4, 8, 31, 33, 43, 44, 50]
 
 
 def test_every_written_problem_has_one_file_and_one_spec():
@@ -209,3 +209,56 @@ def test_check_rejects_a_kernel_reading_the_mask_one_row_off(tmp_path):
         compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
     )
     assert not report.ok
+
+
+def _exchange_query_and_key(source: str) -> str:
+    """The queries' crop of the packed projection (the scaled one) and the keys' exchanged."""
+    query = re.compile(r"(pypto\.view\((\w+), (\[\d+, \d+\]), )\[0, 0\](\) \* )")
+    (match,) = query.finditer(source)
+    packed, shape = match.group(2).removesuffix("_value"), match.group(3)
+    width = shape.strip("[]").split(", ")[1]
+    key = f"pypto.view({packed}, {shape}, [0, {width}])"
+    assert source.count(key) == 1
+    source = source.replace(key, f"pypto.view({packed}, {shape}, [0, 0])")
+    return query.sub(rf"\1[0, {width}]\4", source)
+
+
+def _drop_query_scale(source: str) -> str:
+    scaled = re.compile(r"(pypto\.view\(\w+, \[\d+, \d+\], \[0, 0\]\)) \* [0-9.]+")
+    assert len(scaled.findall(source)) == 1
+    return scaled.sub(r"\1", source)
+
+
+def _join_heads_wrong(source: str) -> str:
+    """The joined heads laid out [positions, heads, batch, head size], one exchange left
+    out (the same shape at the CI dims: 2 heads, a batch of 2)."""
+    (first,) = re.findall(r"(\w+)\[:\] = pypto\.transpose\(matmul_value, 0, 2\)", source)
+    second = f"pypto.transpose({first}, 1, 2)"
+    assert source.count(second) == 1
+    return source.replace(second, f"pypto.clone({first})")
+
+
+# Wrong kernels a compiler of nn.MultiheadAttention could emit (the module's expansion is
+# the compiler's, not the spec's): queries and keys taken from each other's third of the
+# projection, the 1/sqrt(head size) scale dropped, the heads joined in the wrong order.
+WRONG_MULTIHEAD = {
+    "queries and keys exchanged": _exchange_query_and_key,
+    "scale left out": _drop_query_scale,
+    "heads joined in the wrong order": _join_heads_wrong,
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_MULTIHEAD))
+def test_check_rejects_a_multihead_attention_kernel_built_wrong(case, tmp_path):
+    (spec,) = SPEC_BY_NUMBER[31]
+    (problem,) = PROBLEM_BY_NUMBER[31]
+    compiled = ptodsl.compile(
+        spec.read_text(encoding="utf-8"), name=spec.name, dims=CI_DIMS[spec.stem]
+    )
+    module = tmp_path / "wrong_attention.py"
+    module.write_text(WRONG_MULTIHEAD[case](compiled.source), encoding="utf-8")
+    report = run_check(
+        compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
+    )
+    (output,) = report.to_json()["outputs"]
+    assert not report.ok and output["mismatched"] > 0  # it ran, and computed other values

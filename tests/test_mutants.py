@@ -269,6 +269,7 @@ SEVERAL_KERNELS = (
     "residual_mlp",
     "4_LeNet5",
     "8_ResNetBasicBlock",
+    "31_VisionAttention",
     "43_MinGPTCausalAttention",
     "44_MiniGPTBlock",
     "50_ReLUSelfAttention",

@@ -27,7 +27,8 @@ SUM_DIM = ROOT / "examples" / "kernelbench" / "47_sum_dim.pto"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_every_candidate_plan_obeys_pypto_limits(path):
+def test_every_candidate_plan_verifies_and_obeys_pypto_limits(path):
+    # `candidates` lowers every plan, and lowering runs the IR verifier after every pass.
     source = Source(path.read_text(encoding="utf-8"), path.name)
     plans = candidates(source, example_dims(path), PYPTO_0_2_0)
     assert plans[0].tuning == ir.Tuning()  # the default plan is always measured first

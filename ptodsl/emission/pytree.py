@@ -542,8 +542,16 @@ class _Printer:
         if isinstance(node, ast.Call):
             items = [("", argument) for argument in node.args]
             items += [(f"{k.arg}=" if k.arg else "**", k.value) for k in node.keywords]
+            function = node.func
+            head = [f"{indent}{prefix}{unparse(function)}("]
+            chained = isinstance(function, ast.Attribute) and isinstance(function.value, ast.Call)
+            if chained and len(head[0]) > self.width:  # `f(...).contiguous()`: f(...) broken
+                method = f".{function.attr}("
+                if not items:
+                    return self.laid_out(function.value, indent, prefix, f"{method}){suffix}")
+                head = self.laid_out(function.value, indent, prefix, method)
             return [
-                f"{indent}{prefix}{unparse(node.func)}(",
+                *head,
                 *(
                     line
                     for keyword, argument in items

@@ -269,15 +269,16 @@ class _Expander:
                 call.span,
                 note=f"call its members: `{call.func}.{next(iter(instance.members), 'name')}(x)`",
             )
+        stateless = instance.kind in STATELESS_MODULES
+        if instance.is_leaf and not stateless:  # typecheck checks its operands and results
+            return attrs.evolve(call, func=instance.identifier, args=operands, method=False)
         if instance.block is None and instance.kind != "sequential" and len(operands) != 1:
             raise SpecError(f"`{instance.path}` takes one operand", call.span)
-        if instance.kind in STATELESS_MODULES:
+        if stateless:
             function = STATELESS_MODULES[instance.kind].function
             if function is None:  # nn.Identity
                 return operands[0]
             return s.Call(function, call.func_span, operands, (), call.span, builtin=True)
-        if instance.is_leaf:
-            return s.Call(instance.identifier, call.func_span, operands, (), call.span)
         if instance.kind == "sequential":
             if len(operands) != 1:
                 raise SpecError(f"`{instance.path}` takes one operand", call.span)

@@ -497,18 +497,32 @@ def _one_axis(size: s.Expr, span: Span) -> s.DimRef:
 
 
 class _SplitLets(tuple):
-    """The lets one `let a, b = x.split(...)` makes, spread into the spec's items."""
+    """The lets one `let a, b = ...` of several names makes, spread into the spec's items."""
+
+
+DISCARDED = "_"  # a name in a `let` of several that binds nothing, as Python's `_`
 
 
 def _split_lets(names: list[Token], value: s.Expr) -> _SplitLets:
     """`let q, k, v = E.split(C, axis=2)`: E bound once to a hidden let, then each name to
-    its chunk (`split(_split_q_k_v, C, axis=2, part=0, parts=3)`, checked like a slice)."""
+    its chunk (`split(_split_q_k_v, C, axis=2, part=0, parts=3)`, checked like a slice).
+    `let out, _ = attn(x, x, x)`: each name bound to its result of the module's call (the
+    call marked with it; the passes compute what results share once). `_` binds nothing."""
     span = _span(names[0])
+    given = ", ".join(map(str, names))
+    if isinstance(value, s.Call) and value.func != "split" and not value.method:
+        return _SplitLets(
+            s.Let(str(name), attrs.evolve(value, result=(index, len(names))), _span(name))
+            for index, name in enumerate(names)
+            if name != DISCARDED
+        )
     if not (isinstance(value, s.Call) and value.func == "split"):
         raise SpecError(
-            f"a `let` of {len(names)} names takes a split",
+            f"a `let` of {len(names)} names takes a split or a module's call of {len(names)} "
+            "results",
             value.span,
-            note=f"write `let {', '.join(map(str, names))} = x.split(size, axis=k)`",
+            note=f"write `let {given} = x.split(size, axis=k)`, or `let {given} = "
+            "attn(q, k, v)` for a module returning several values",
         )
     if not value.args:
         raise SpecError("`split` needs a tensor, then the size of its chunks", value.span)
@@ -516,6 +530,8 @@ def _split_lets(names: list[Token], value: s.Expr) -> _SplitLets:
     hidden = "_split_" + "_".join(map(str, names))
     lets = [s.Let(hidden, source, source.span, hidden=True)]
     for part, name in enumerate(names):
+        if name == DISCARDED:
+            continue
         counts = tuple(
             s.Keyword(key, s.Number(float(count), str(count), span), span)
             for key, count in (("part", part), ("parts", len(names)))

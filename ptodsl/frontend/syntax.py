@@ -77,6 +77,9 @@ class Call:
     span: Span
     method: bool = False  # written `args[0].func(...)`
     builtin: bool = False  # made by ptodsl for a module (`conv(x)`): the function, never a module
+    # made by the parser for `let out, _ = attn(q, k, v)`: this call's value is result
+    # `index` of a module's `count` results
+    result: tuple[int, int] | None = None
 
 
 @attrs.frozen

@@ -180,6 +180,17 @@ def _check_elements(shape: tuple[int, ...], span: Span) -> None:
         )
 
 
+def refuse_oversized_values(kernel: ir.Kernel) -> None:
+    """PyPTO's limit on the values a spec computes. A limit of the target, not a type
+    rule: checked after the front end, so that the front end alone (what `check --against`
+    reads a spec's declarations from) takes a spec at a full shape PyPTO cannot hold, to
+    be checked smaller (level 3 #31's attention scores at 16384 positions)."""
+    for stmt in kernel.body:
+        for node in ir.walk(stmt.value):
+            if isinstance(node.type, ir.TensorType):
+                _check_elements(node.type.shape, node.span)
+
+
 def _check_size(value: s.Expr) -> None:
     """Rejects a statement of more than MAX_TERMS nodes: the passes walk expressions
     recursively and some of them in quadratic time (3000 terms took a minute)."""
@@ -284,6 +295,9 @@ class _TypeChecker:
         # where each module with running statistics is applied: its result depends on the
         # mode, and a second application would move the statistics twice
         self.applied: dict[str, Span] = {}
+        # a module call's expansion, by the call (a call of several results is read once
+        # per result)
+        self.expansions: dict[tuple[str, Span], s.Expr | tuple[s.Expr, ...]] = {}
         self.dropouts = 0  # the dropout masks drawn so far: whether the mode matters
         self.dims: dict[str, ir.Dim] = {}
         self.params: dict[str, ir.Param] = {}
@@ -690,6 +704,13 @@ class _TypeChecker:
             argument.name: self.module_argument(argument, given.get(argument.name))
             for argument in definition.arguments
         }
+        unsupported = definition.unsupported(arguments) if definition.unsupported else None
+        if unsupported is not None:
+            raise SpecError(
+                f"{unsupported}: ptodsl does not build {definition.torch} so yet",
+                call.span,
+                note="leave the argument at its default",
+            )
         problem = definition.invalid(arguments) if definition.invalid else None
         if problem is not None:
             raise SpecError(
@@ -701,7 +722,9 @@ class _TypeChecker:
         self.created.append(path)
         held = self.module_parameters[item.name] = {}
         for parameter in definition.present_parameters(arguments):
-            name = held[parameter.attribute] = f"{item.name}_{parameter.attribute}"
+            # `attn_out_proj_weight` for a submodule's (`attn.out_proj.weight`)
+            name = f"{item.name}_{parameter.attribute.replace('.', '_')}"
+            held[parameter.attribute] = name
             if name in self.declared:
                 first = self.declared[name]
                 raise SpecError(
@@ -1320,7 +1343,6 @@ class _TypeChecker:
                     f"`cat` mixes dtypes {first.dtype.value} and {other.dtype.value}", item.span
                 )
             joined = ir.op(CONCAT.name, joined, value, span=node.span, attributes=ir.Along(axis))
-            _check_elements(joined.type.shape, node.span)
         return joined
 
     def expr_Attribute(self, node: s.Attribute) -> ir.Expr:  # noqa: N802
@@ -1358,45 +1380,101 @@ class _TypeChecker:
         return present[node.attr]
 
     def module_call(self, node: s.Call) -> ir.Expr:
-        """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`)."""
+        """`fc(x)`: what the module computes, written out (`x @ fc.weight.T + fc.bias`);
+        result i of a module returning several (`let out, _ = attn(x, x, x)`)."""
         module = self.modules[node.func]
         definition = modules.MODULES[module.kind]
+        self.refuse_result_count(node, module, definition)
+        key = (node.func, node.span)
+        if key not in self.expansions:  # the other results of one call are already written
+            self.expansions[key] = self.expansion(node, module, definition)
+        value = self.expansions[key]
+        return self.expr(value if node.result is None else value[node.result[0]])
+
+    def refuse_result_count(
+        self, node: s.Call, module: ir.Module, definition: modules.ModuleDef
+    ) -> None:
+        """A module's call bound to as many names as it returns values."""
+        results = definition.results
+        wanted = ", ".join(results)
+        if results and node.result is None:
+            raise SpecError(
+                f"`{module.name}` returns {len(results)} values ({wanted}): bind them with "
+                "one `let`",
+                node.span,
+                note=f"write `let out, _ = {module.name}(...)`; `_` binds nothing",
+            )
+        if node.result is not None and not results:
+            raise SpecError(
+                f"`{module.name}` returns one value, not {node.result[1]}",
+                node.span,
+                note=f"bind it to one name: `let y = {module.name}(...)`",
+            )
+        if node.result is not None and node.result[1] != len(results):
+            raise SpecError(
+                f"`{module.name}` returns {len(results)} values ({wanted}), bound to "
+                f"{node.result[1]} names",
+                node.span,
+                note="give one name per value; `_` binds nothing",
+            )
+
+    def expansion(
+        self, node: s.Call, module: ir.Module, definition: modules.ModuleDef
+    ) -> s.Expr | tuple[s.Expr, ...]:
+        """What `node` computes as spec syntax (a value per result)."""
         running = bool(definition.present_buffers(dict(module.arguments)))
-        if node.keywords or len(node.args) != 1:
-            raise SpecError(f"`{module.name}` takes one tensor: `{module.name}(x)`", node.span)
+        takes = definition.operands
+        if node.keywords or len(node.args) != len(takes):
+            written = f"`{module.name}({', '.join('x' if t == 'input' else t for t in takes)})`"
+            count = "one tensor" if len(takes) == 1 else f"{len(takes)} tensors"
+            raise SpecError(f"`{module.name}` takes {count}: {written}", node.span)
         parameters = {
             attribute: s.Name(name, node.func_span)
             for attribute, name in self.module_parameters[module.identifier].items()
         }
         arguments = dict(module.arguments)
-        statements = len(self.body)
-        operand = self.expr(node.args[0])
-        if not isinstance(operand.type, ir.TensorType):
-            raise SpecError(f"`{module.name}` takes a tensor", node.args[0].span)
-        logical = operand.type.shape
-        shape = modules.channel_view(definition, arguments, logical)
-        problem = definition.operand_problem(arguments, shape)
-        if problem is not None:
-            raise SpecError(
-                f"{module.kind} `{module.name}` cannot take a [{', '.join(map(str, logical))}] "
-                f"tensor: {problem}",
-                node.args[0].span,
-                note=f"torch's {definition.torch} refuses it too",
+        operands, logicals = [], []
+        for position, given in enumerate(node.args):
+            statements = len(self.body)
+            operand = self.expr(given)
+            if not isinstance(operand.type, ir.TensorType):
+                raise SpecError(f"`{module.name}` takes a tensor", given.span)
+            logical = operand.type.shape
+            shape = (
+                modules.channel_view(definition, arguments, logical) if not position else logical
             )
-        given = node.args[0]
-        bind = definition.reads_operand_again or len(self.body) > statements
-        if bind and not isinstance(operand, ir.Ref):
-            # A norm reads its operand three times (mean, variance, centring), and an
-            # operand that bound lets of its own (a linear layer's computed matrix) would
-            # bind them again: bound once, so that it is computed once, by one kernel when
-            # the spec is cut there.
-            name = ir.generated_name(f"operand{sum(n.startswith('_operand') for n in self.lets)}")
-            self.lets[name] = operand.type
-            self.body.append(ir.Let(name, operand, given.span))
-            given = s.Name(name, given.span)
-        application = modules.Application(given, shape, parameters, arguments, node.span)
+            problem = definition.operand_problem(arguments, shape)
+            if problem is not None:
+                raise SpecError(
+                    f"{module.kind} `{module.name}` cannot take a "
+                    f"[{', '.join(map(str, logical))}] tensor: {problem}",
+                    given.span,
+                    note=f"torch's {definition.torch} refuses it too",
+                )
+            several = definition.reads_operand_again or len(takes) > 1
+            if (several or len(self.body) > statements) and not isinstance(operand, ir.Ref):
+                # A norm reads its operand three times (mean, variance, centring), and an
+                # operand that bound lets of its own (a linear layer's computed matrix) would
+                # bind them again: bound once, so that it is computed once, by one kernel when
+                # the spec is cut there.
+                given = self.hidden_let("operand", operand, given.span)
+            elif isinstance(operand, ir.Ref):
+                given = s.Name(operand.name, given.span)
+            operands.append(given)
+            logicals.append((logical, shape))
+        (logical, shape), *others = logicals
+        application = modules.Application(
+            operands[0],
+            shape,
+            parameters,
+            arguments,
+            node.span,
+            others=tuple(operands[1:]),
+            other_shapes=tuple(shape for _, shape in others),
+            bind=lambda value: self.hidden_let("attention", self.expr(value), node.span),
+        )
         if shape != logical:  # a split channel axis, merged for the module and split back
-            merged = application.call("reshape", given, *map(application.literal, shape))
+            merged = application.call("reshape", operands[0], *map(application.literal, shape))
             application = attrs.evolve(application, operand=merged)
         apply = definition.apply
         if running:
@@ -1405,8 +1483,17 @@ class _TypeChecker:
                 apply = definition.eval_apply
         value = apply(application)
         if shape == logical or definition.features is not None:  # its own shape, not split
-            return self.expr(value)
-        return self.expr(application.call("reshape", value, *map(application.literal, logical)))
+            return value
+        assert isinstance(value, s.Expr), "a module of several results takes no split axis"
+        return application.call("reshape", value, *map(application.literal, logical))
+
+    def hidden_let(self, stem: str, value: ir.Expr, span: Span) -> s.Name:
+        """`value` bound to a let of ptodsl's own name (`_operand0`), read by name."""
+        count = sum(n.startswith(f"_{stem}") for n in self.lets)
+        name = ir.generated_name(f"{stem}{count}")
+        self.lets[name] = value.type
+        self.body.append(ir.Let(name, value, span))
+        return s.Name(name, span)
 
     def running_statistics(
         self,
@@ -1587,8 +1674,6 @@ class _TypeChecker:
             raise SpecError(
                 f"`matmul` mixes dtypes {a.type.dtype.value} and {b.type.dtype.value}", node.span
             )
-        result = ir.TensorType((*a_shape[:-1], b_shape[-1]), a.type.dtype)
-        _check_elements(result.shape, node.span)
         product = ir.op("matmul", a, b, span=node.span, attributes=ir.Transposes(a_trans, b_trans))
         if not any(isinstance(o, ir.Op) for o in (a, b)):
             return product
@@ -1625,6 +1710,13 @@ class _TypeChecker:
             raise SpecError(f"`{name}` is a module: call it as `{name}(x)`", node.func_span)
         if module:
             return self.module_call(node)
+        if node.result is not None:
+            raise SpecError(
+                f"`{name}` returns one value, not {node.result[1]}",
+                node.span,
+                note="a `let` of several names takes a split or a module's call of several "
+                "results (`let out, _ = attn(x, x, x)`)",
+            )
         if name in RESHAPES:
             return self.reshape(node)
         if name in REDUCTIONS or (name in EXTREMA and self.is_reduction(node)):
@@ -2229,7 +2321,6 @@ class _TypeChecker:
                 shapes = " and ".join(str(t.type) for t in tensors)
                 raise SpecError(f"shapes {shapes} do not broadcast", span)
             shape = merged
-        _check_elements(shape, span)
         return ir.op(op, *operands, span=span)
 
 

@@ -69,6 +69,11 @@ class Application:
     span: s.Span
     # the module's buffers the kernel reads (`running_mean`), by attribute
     buffers: Mapping[str, s.Expr] = attrs.field(factory=dict)
+    # the operands after the first (MultiheadAttention's key and value) and their shapes
+    others: tuple[s.Expr, ...] = ()
+    other_shapes: tuple[tuple[int, ...], ...] = ()
+    # binds a value the expansion reads several times to a hidden let, computed once
+    bind: Callable[[s.Expr], s.Expr] = lambda value: value
 
     def call(self, function: str, *args: s.Expr, **keywords: s.Expr) -> s.Expr:
         """A builtin call the expansion makes (never a module of the spec's)."""
@@ -88,11 +93,13 @@ class ModuleDef:
     torch: str  # the constructor ModelNew calls, which draws the initial values itself
     arguments: tuple[Argument, ...]  # torch's, in torch's order
     parameters: tuple[Parameter, ...]  # in the order torch registers them
-    # what `fc(x)` in a spec stands for, an expression
-    apply: Callable[[Application], s.Expr]
+    # what `fc(x)` in a spec stands for, an expression (one per result, for `results`)
+    apply: Callable[[Application], s.Expr | tuple[s.Expr, ...]]
     spatial: int = 0  # a convolution's spatial axes: every SIZES argument has one per axis
-    # why these arguments cannot build the module, or None
+    # why these arguments cannot build the module (torch refuses them), or None
     invalid: Callable[[Arguments], str | None] | None = None
+    # which of these arguments, valid to torch, ptodsl does not model yet, or None
+    unsupported: Callable[[Arguments], str | None] | None = None
     buffers: tuple[Buffer, ...] = ()  # in the order torch registers them
     # why `fc(x)` cannot take an operand of this shape beyond its rank and channels, or None
     operand_invalid: Callable[[Arguments, tuple[int, ...]], str | None] | None = None
@@ -114,6 +121,9 @@ class ModuleDef:
     # but the channels, InstanceNorm's the positions)
     statistic_axes: Callable[[int], tuple[int, ...]] | None = None
     counts_batches: bool = False  # training mode counts `num_batches_tracked` (BatchNorm)
+    operands: tuple[str, ...] = ("input",)  # what `fc(...)` takes, as torch names them
+    # the values `fc(...)` returns as a tuple (`let out, _ = attn(q, k, v)`); none: one
+    results: tuple[str, ...] = ()
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -165,6 +175,94 @@ def _linear(a: Application) -> s.Expr:
 
 _SIZE, _FLAG, _NUMBER = ArgumentKind.SIZE, ArgumentKind.FLAG, ArgumentKind.NUMBER
 _SIZES, _SHAPE = ArgumentKind.SIZES, ArgumentKind.SHAPE
+
+
+def _multihead_attention_apply(a: Application) -> tuple[s.Expr, s.Expr]:
+    """`attn(query, key, value)` of nn.MultiheadAttention, as torch's
+    multi_head_attention_forward computes it (need_weights, no masks): each operand
+    projected by its third of `in_proj_weight` (one projection split in three when the
+    three are one tensor, as torch's packed path), viewed as heads, the scaled queries'
+    scores by the keys softmaxed, the values weighted by them, the heads joined and
+    projected by `out_proj`. Its results: that output, and the weights averaged over the
+    heads. Operands are [L, N, E] ([N, L, E] with batch_first); inside, [N, H, L, E / H]."""
+    embed, heads = int(a.arguments["embed_dim"]), int(a.arguments["num_heads"])
+    head_size, batch_first = embed // heads, bool(a.arguments["batch_first"])
+    weight, bias = a.parameters["in_proj_weight"], a.parameters.get("in_proj_bias")
+
+    def lits(*values: int) -> list[s.Expr]:
+        return [a.literal(v) for v in values]
+
+    def linear(x: s.Expr, w: s.Expr, b: s.Expr | None) -> s.Expr:
+        product = a.binary("matmul", x, s.Attribute(w, "T", a.span))
+        return product if b is None else a.binary("add", product, b)
+
+    def third(x: s.Expr, part: int, axis: int = 0) -> s.Expr:
+        """Third `part` of `x` along `axis` (torch's `chunk(3)`)."""
+        return a.call(
+            "split",
+            x,
+            a.literal(embed),
+            axis=a.literal(axis),
+            part=a.literal(part),
+            parts=a.literal(3),
+        )
+
+    operands = (a.operand, *a.others)
+    if all(_same_name(o, a.operand) for o in a.others):  # self-attention: one projection
+        packed = a.bind(linear(a.operand, weight, bias))
+        projected = [third(packed, part, axis=2) for part in range(3)]
+    else:
+        projected = [
+            linear(x, third(weight, part), None if bias is None else third(bias, part))
+            for part, x in enumerate(operands)
+        ]
+    query, key, value = projected
+    query = a.binary("mul", query, a.literal(math.sqrt(1.0 / head_size)))
+
+    def split_heads(x: s.Expr, shape: tuple[int, ...]) -> s.Expr:
+        first, second = shape[:2]  # [N, L] with batch_first, else [L, N]
+        viewed = a.call("reshape", x, *lits(first, second, heads, head_size))
+        order = (0, 2, 1, 3) if batch_first else (1, 2, 0, 3)
+        return a.bind(a.call("permute", viewed, *lits(*order)))
+
+    shapes = (a.shape, *a.other_shapes)
+    query, key, value = (
+        split_heads(x, shape) for x, shape in zip((query, key, value), shapes, strict=True)
+    )
+    transposed = a.call("transpose", key, *lits(2, 3))
+    scores = a.binary("matmul", query, transposed)
+    weights = a.bind(a.call("softmax", scores, axis=a.literal(3)))
+    joined = a.binary("matmul", weights, value)
+    order = (0, 2, 1, 3) if batch_first else (2, 0, 1, 3)
+    merged = a.call("reshape", a.call("permute", joined, *lits(*order)), *lits(*a.shape))
+    output = linear(merged, a.parameters["out_proj.weight"], a.parameters.get("out_proj.bias"))
+    return output, a.call("mean", weights, axis=a.literal(1))
+
+
+def _same_name(one: s.Expr, other: s.Expr) -> bool:
+    return isinstance(one, s.Name) and isinstance(other, s.Name) and one.id == other.id
+
+
+def _multihead_attention_invalid(arguments: Arguments) -> str | None:
+    embed, heads = int(arguments["embed_dim"]), int(arguments["num_heads"])
+    if heads < 1 or embed % heads:
+        return f"{heads} heads do not divide embed_dim = {embed}"
+    return None
+
+
+def _multihead_attention_unsupported(arguments: Arguments) -> str | None:
+    if float(arguments["dropout"]) != 0.0:
+        return f"dropout = {arguments['dropout']} on the attention weights"
+    flag = next((f for f in ("add_bias_kv", "add_zero_attn") if arguments[f]), None)
+    return None if flag is None else f"{flag} = true"
+
+
+def _multihead_attention_operand_invalid(
+    arguments: Arguments, shape: tuple[int, ...]
+) -> str | None:
+    if shape[-1] != int(arguments["embed_dim"]):
+        return f"its last axis is not embed_dim = {arguments['embed_dim']}"
+    return None
 
 
 def per_axis(value: ir.ParamValue, spatial: int) -> tuple[int, ...]:
@@ -506,6 +604,35 @@ MODULES: dict[str, ModuleDef] = {
             ),
             apply=_linear,
             features="in_features",
+        ),
+        ModuleDef(
+            "multihead_attention",
+            "torch.nn.MultiheadAttention",
+            (
+                Argument("embed_dim", _SIZE),
+                Argument("num_heads", _SIZE),
+                Argument("dropout", _NUMBER, 0.0),
+                Argument("bias", _FLAG, True),
+                Argument("add_bias_kv", _FLAG, False),
+                Argument("add_zero_attn", _FLAG, False),
+                Argument("batch_first", _FLAG, False),
+            ),
+            (
+                Parameter(
+                    "in_proj_weight", lambda a: (3 * int(a["embed_dim"]), int(a["embed_dim"]))
+                ),
+                Parameter("in_proj_bias", lambda a: (3 * int(a["embed_dim"]),), ("bias",)),
+                # its `out_proj` Linear's, a submodule torch's constructor builds
+                Parameter("out_proj.weight", ("embed_dim", "embed_dim")),
+                Parameter("out_proj.bias", ("embed_dim",), ("bias",)),
+            ),
+            apply=_multihead_attention_apply,
+            invalid=_multihead_attention_invalid,
+            unsupported=_multihead_attention_unsupported,
+            operand_invalid=_multihead_attention_operand_invalid,
+            operand_ranks=(3,),
+            operands=("query", "key", "value"),
+            results=("attn_output", "attn_output_weights"),
         ),
         ModuleDef(
             "group_norm",

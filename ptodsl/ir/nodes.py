@@ -1247,7 +1247,9 @@ class Kernel:
             levels, path = [], ""
             for segment in owner.split(".") if owner else ():
                 path = f"{path}.{segment}" if path else segment
-                levels.append((2, created[path]))
+                # a submodule a torch module's constructor builds (MultiheadAttention's
+                # `out_proj`) is not the spec's: after its owner's own parameters
+                levels.append((2, created.get(path, 0)))
             return (*levels, (1 if buffer else 0, 0))
 
         return key
