@@ -137,7 +137,9 @@ def lower(
             parts = (KernelStages(checked, ()),)
         else:
             refuse_oversized_values(checked)
-            parts = _lowered_parts(checked, context, until)
+            # a time loop's step is what is lowered; the spec's body holds it unrolled
+            lowered = checked if checked.recurrence is None else checked.recurrence.step
+            parts = _lowered_parts(lowered, context, until)
         program = eval_lowered = None
         if checked.mode is ir.Mode.TRAINING:
             eval_lowered = lower(source, dim_sizes, target, until, tuning, ir.Mode.EVAL)

@@ -343,3 +343,64 @@ def test_a_block_registers_its_own_buffer():
     assert list(model_new.state_dict()) == ["attn.bias"]
     assert torch.equal(model_new.attn.bias, torch.tril(torch.ones(8, 8)))
     assert run_check(compiled, passes="graph").ok
+
+
+TWICE_SPEC = """kernel twice
+dims B = 4, C = 8
+input x: f32[B, C]
+block layer(n: int)
+    weight fc: linear(n, n)
+    forward(x)
+    return fc(x)
+end
+weight block: layer(C)
+output y: f32[B, C]
+y = block(relu(block(x)))
+"""
+
+TWICE_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Layer(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Layer(8)
+
+    def forward(self, x):
+        return self.block(torch.relu(self.block(x)))
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_module_called_twice_through_one_instance_computes_each_call(tmp_path):
+    """The block's one `fc(x)`, inlined twice on other operands: two calls of the module,
+    never the first one's value read twice (a cache of module calls by their place in the
+    source would give `relu(fc(x))`'s operand to the second)."""
+    problem = tmp_path / "twice.py"
+    problem.write_text(TWICE_PROBLEM, encoding="utf-8")
+    compiled = ptodsl.compile(TWICE_SPEC, name="twice.pto")
+    matmuls = [
+        node
+        for stmt in compiled.lowered.checked.body
+        for node in ir.walk(stmt.value)
+        if isinstance(node, ir.Op) and node.op == "matmul"
+    ]
+    assert len(matmuls) == 2
+    assert run_check(compiled, against=problem, passes="graph").ok

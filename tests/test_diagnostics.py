@@ -15,6 +15,11 @@ HEADER = """kernel k
 dims M = 4, N = 8
 """
 CONV = "kernel k\ninput x: f32[2, 4, 8, 8]\n"
+LOOP = (
+    "kernel k\ndims T = 4, B = 2, H = 8\ninput x: f32[T, B, H]\ninput h0: f32[B, H]\n"
+    "output y: f32[T, B, H]\nlet h = h0\nfor t in range(T)\n    h = tanh(x[t] + h)\n"
+    "    y[t] = h\nend\n"
+)
 ATTENTION = (
     HEADER + "input x: f32[M, 2, N]\nweight attn: multihead_attention(N, 2)\n"
     "output y: f32[M, 2, N]\n"
@@ -228,6 +233,18 @@ CASES = {
     "attention_dropout": HEADER + "input x: f32[M, 2, N]\n"
     "weight attn: multihead_attention(N, 2, dropout=0.1)\noutput y: f32[M, 2, N]\n"
     "let a, _ = attn(x, x, x)\ny = a\n",
+    # time loops
+    "loop_over_something_else_than_range": LOOP.replace("range(T)", "steps(T)"),
+    "loop_assigns_a_name_it_does_not_carry": LOOP.replace("    h = tanh", "    g = tanh"),
+    "loop_step_outside_an_index": LOOP.replace("x[t] + h", "x[t] + h * t"),
+    "loop_reads_a_step_of_a_weight": LOOP.replace(
+        "let h = h0", "weight w: f32[T, B, H] = randn\nlet h = h0"
+    ).replace("x[t] + h", "w[t] + h"),
+    "loop_writes_an_output_of_other_steps": LOOP.replace("f32[T, B, H]\nlet", "f32[B, H]\nlet"),
+    "loop_computes_after_it": LOOP + "let z = h * 2.0\n",
+    "loop_after_computing": LOOP.replace("let h = h0", "let h = h0 * 2.0"),
+    "loop_with_a_dropout": LOOP.replace("tanh(x[t] + h)", "dropout(tanh(x[t] + h), 0.5)"),
+    "loop_writes_a_step_twice": LOOP.replace("end\n", "    y[t] = h\nend\n"),
     # convolutions
     "conv_groups_do_not_divide": CONV + "weight w: f32[6, 2, 3, 3] = randn\n"
     "output y: f32[2, 6, 6, 6]\ny = conv(x, w, groups=3)\n",

@@ -1097,8 +1097,7 @@ class _DrawRunner:
         # less strictly, the element-wise comparison below, and cost the worker a copy.
         # (of a one-kernel program: pypto's goldens are one kernel's outputs)
         program = compiled.program
-        single = len(program.calls) == 1
-        goldens = _goldens(case, compiled) if verify == "all" and single else None
+        goldens = _goldens(case, compiled) if verify == "all" and program.single_call else None
         per_launch = verify == "graph" and sim_memory.worker_per_launch(program)
         launches = program.launch_count if per_launch else 1
         # launches in flight are admitted by their estimates in the model's worker

@@ -441,15 +441,17 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
         dtype = name(f"torch.{mask.type.dtype.torch_name}")
         drawn = call("_dropout_mask", mask.declared_shape, rate, dtype, device)
         statements.append(assign(mask.name, drawn))
-    several = len(program.calls) > 1
-    for number, kernel_call in enumerate(program.calls, 1):
-        if several:
-            statements.append(_call_comment(kernel_call, number, len(program.calls)))
-        statements += _call(kernel_call.kernel, device)
+    if program.step is None:
+        statements += _calls(program, device)
+    else:
+        statements += _time_loop(program, device)
     results = []
     for output in spec.outputs:
-        writer, written = program.written(output.name)
-        result = method(name(output.name), "reshape", writer.forward_shape(written))
+        if program.step is None:
+            writer, written = program.written(output.name)
+            result = method(name(output.name), "reshape", writer.forward_shape(written))
+        else:  # the loop's, in the spec's shape
+            result = name(_loop_result(program, output.name))
         if output.updates is None:
             results.append(result)
         else:  # training mode's new running statistic
@@ -461,6 +463,53 @@ def _forward_body(program: Forward) -> list[ast.stmt]:
             pytree.statement(method(name(f"self.{module}.num_batches_tracked"), "add_", 1))
         )
     return [*statements, pytree.returns(*results)]
+
+
+def _calls(program: Forward, device: ast.expr) -> list[ast.stmt]:
+    """Each kernel's launches in order, a comment before each when there are several."""
+    statements: list[ast.stmt] = []
+    several = len(program.calls) > 1
+    for number, kernel_call in enumerate(program.calls, 1):
+        if several:
+            statements.append(_call_comment(kernel_call, number, len(program.calls)))
+        statements += _call(kernel_call.kernel, device)
+    return statements
+
+
+def _time_loop(program: Forward, device: ast.expr) -> list[ast.stmt]:
+    """The spec's time loop: the carried values start as their inputs; each step reads its
+    step of each sequence, runs the step's kernels, writes its step of each output and
+    carries the next values on."""
+    loop, step = program.spec.recurrence, program.step
+    assert loop is not None and step is not None
+    outputs = {o.name: o for o in program.spec.outputs}
+    variable = name(loop.variable)
+    statements: list[ast.stmt] = [assign(n, name(start)) for n, _, start in loop.carried]
+    for _, output in loop.stacked:
+        tensor = outputs[output]
+        statements.append(assign(output, _empty(tensor.declared_shape, tensor.type.dtype, device)))
+    body: list[ast.stmt] = [
+        assign(n, pytree.subscript(sequence, variable)) for n, sequence in loop.sliced
+    ]
+    body += _calls(step, device)
+
+    def as_declared(written: str) -> ast.expr:
+        writer, tensor = step.written(written)
+        return method(name(written), "reshape", *writer.forward_shape(tensor))
+
+    for written, output in loop.stacked:
+        body.append(assign(pytree.subscript(output, variable), as_declared(written)))
+    for carried, next_value, _ in loop.carried:
+        body.append(assign(carried, as_declared(next_value)))
+    return [*statements, _range_loop(loop.variable, loop.count, 1, body)]
+
+
+def _loop_result(program: Forward, output: str) -> str:
+    """What forward holds output `output` of a time loop as: itself (its steps written
+    into it) or the carried value it is the last of."""
+    loop = program.spec.recurrence
+    assert loop is not None
+    return dict(loop.final).get(output, output)
 
 
 def _call_comment(kernel_call: forward.Call, number: int, count: int) -> Comment:

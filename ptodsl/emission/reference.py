@@ -164,6 +164,13 @@ def _drawn_masks(kernel: ir.Kernel) -> list[ast.stmt]:
 
 
 def _reference_body(kernel: ir.Kernel) -> list[ast.stmt]:
+    if kernel.recurrence is not None:
+        return [*_time_loop(kernel, kernel.recurrence), pytree.returns(*_results(kernel))]
+    return [*_statements(kernel), pytree.returns(*_results(kernel))]
+
+
+def _statements(kernel: ir.Kernel) -> list[ast.stmt]:
+    """The inputs in their logical shapes, then each statement."""
     emitter = PythonEmitter("torch")
     body: list[ast.stmt] = []
     for tensor in kernel.inputs:
@@ -174,10 +181,42 @@ def _reference_body(kernel: ir.Kernel) -> list[ast.stmt]:
         target = stmt.name if isinstance(stmt, ir.Let) else stmt.output
         value = ir.map_expr(stmt.value, _explicit_transposes)
         body.append(pytree.assign(target, emitter.expr(value)))
-    outputs = [
+    return body
+
+
+def _results(kernel: ir.Kernel) -> list[ast.expr]:
+    """The outputs in their declared shapes."""
+    return [
         pytree.name(o.name)
         if o.declared_shape == o.type.shape
         else pytree.method(pytree.name(o.name), "reshape", *o.declared_shape)
         for o in kernel.outputs
     ]
-    return [*body, pytree.returns(*outputs)]
+
+
+def _time_loop(kernel: ir.Kernel, loop: ir.Recurrence) -> list[ast.stmt]:
+    """The spec's time loop as the problem writes one: the step's statements once per
+    step (its body, not the spec's, which holds every step written out), each output's
+    steps stacked, the carried values' last values."""
+    step = loop.step
+    variable = pytree.name(loop.variable)
+    body: list[ast.stmt] = [pytree.assign(n, pytree.name(start)) for n, _, start in loop.carried]
+    body += [pytree.assign(output, pytree.value([])) for _, output in loop.stacked]
+    steps = [pytree.assign(n, pytree.subscript(x, variable)) for n, x in loop.sliced]
+    steps += _statements(step)
+    results = dict(zip((o.name for o in step.outputs), _results(step), strict=True))
+    for written, output in loop.stacked:
+        steps.append(
+            pytree.statement(pytree.method(pytree.name(output), "append", results[written]))
+        )
+    steps += [pytree.assign(n, results[next_name]) for n, next_name, _ in loop.carried]
+    body.append(ast.For(pytree.store(loop.variable), pytree.call("range", loop.count), steps, []))
+    for _, output in loop.stacked:
+        body.append(pytree.assign(output, pytree.call("torch.stack", pytree.name(output))))
+    outputs = {o.name: o for o in kernel.outputs}
+    for output, carried in loop.final:
+        value = pytree.name(carried)
+        if outputs[output].declared_shape != outputs[output].type.shape:
+            value = pytree.method(value, "reshape", *outputs[output].type.shape)
+        body.append(pytree.assign(output, value))
+    return body

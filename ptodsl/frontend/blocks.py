@@ -73,28 +73,19 @@ def substitute(node, names: Substitution):
     replaced by its expression: a block's constructor arguments and forward's arguments."""
     if not names:
         return node
-    if isinstance(node, s.Name):
-        return names.get(node.id, node)
-    if isinstance(node, s.DimRef):
-        if node.name is not None and node.name in names:
+
+    def rewrite(node: object) -> object | None:
+        if isinstance(node, s.Name):
+            return names.get(node.id, node)
+        if isinstance(node, s.DimRef) and node.name is not None and node.name in names:
             value = names[node.name]
             if isinstance(value, s.Number) and not node.offset:
                 return s.DimRef(None, int(value.value), node.span)
             # a dim, an `int` param or an expression of those: a size expression
             return s.DimRef(None, None, node.span, expr=_offset(value, node))
-        if node.expr is not None:
-            return attrs.evolve(node, expr=substitute(node.expr, names))
-        return node
-    if isinstance(node, tuple):
-        return tuple(substitute(item, names) for item in node)
-    if not attrs.has(type(node)):
-        return node
-    changes = {
-        f.name: substitute(getattr(node, f.name), names)
-        for f in attrs.fields(type(node))
-        if f.name not in ("span", "func_span")
-    }
-    return attrs.evolve(node, **changes)
+        return None
+
+    return s.map_syntax(node, rewrite)
 
 
 def _offset(value: s.Expr, ref: s.DimRef) -> s.Expr:
@@ -123,18 +114,26 @@ class _Expander:
                 self.instances[item.name] = Instance(item.name, item.module.func, item.span)
                 self.items.append(item)
             elif isinstance(item, s.Let | s.Assign):
-                value = self.expand(item.value, _Scope(self.instances, {}, None))
-                self.items += self.pending
-                self.pending = []
-                self.items.append(attrs.evolve(item, value=value))
+                self.items += self.expanded(item)
                 if isinstance(item, s.Let):
                     self.spec_names.add(item.name)
+            elif isinstance(item, s.For):  # each step's calls inlined in the step
+                body = tuple(stmt for step in item.body for stmt in self.expanded(step))
+                self.items.append(attrs.evolve(item, body=body))
             else:
                 declares = s.InputDecl | s.WeightDecl | s.StateDecl | s.BufferDecl | s.OutputDecl
                 if isinstance(item, declares):
                     self.spec_names.add(item.name)
                 self.items.append(item)
         return self.items
+
+    def expanded(
+        self, stmt: s.Let | s.Assign | s.StepAssign
+    ) -> list[s.Let | s.Assign | s.StepAssign]:
+        """`stmt` with its calls inlined, after the lets they need."""
+        value = self.expand(stmt.value, _Scope(self.instances, {}, None))
+        pending, self.pending = self.pending, []
+        return [*pending, attrs.evolve(stmt, value=value)]
 
     def is_leaf(self, kind: str) -> bool:
         return kind not in CONTAINERS and kind not in STATELESS_MODULES and kind not in self.blocks

@@ -28,7 +28,8 @@ NAMING_KEYWORDS = (
     "buffer",
     "output",
     "let",
-)  # each declares the next name
+    "for",
+)  # each declares the next name (`for t in range(T)`: the step)
 DECLARATION_KEYWORDS = ("kernel", "block", "dims", *NAMING_KEYWORDS)
 BLOCK_KEYWORDS = ("forward", "return", "end")  # the lines of a block after its state
 DOMAIN_KEYWORD = "in"

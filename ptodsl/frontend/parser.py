@@ -188,6 +188,27 @@ class _ToSyntax(Transformer):
         result = rest[-1]
         return s.BlockDef(str(name), params, state, arguments, body, result, _span(name))
 
+    def for_stmt(self, meta, children):
+        variable, function, count, *statements = children
+        if str(function) != "range":
+            raise SpecError(
+                f"a time loop runs over `range(...)`, not `{function}(...)`",
+                _span(function),
+                note=f"write `for {variable} in range(T)`",
+            )
+        body = tuple(
+            stmt for c in statements for stmt in (c if isinstance(c, _SplitLets) else (c,))
+        )
+        return s.For(str(variable), _slice_bound(count), body, _span(meta))
+
+    def step_assign_stmt(self, meta, children):
+        target, index, value = children
+        return s.StepAssign(str(target), str(index), value, _span(target))
+
+    def index(self, meta, children):
+        (position,) = children
+        return s.Index(_slice_bound(position), _span(meta))
+
     def block_param(self, meta, children):
         name, param_type, default = children
         return s.BlockParam(str(name), param_type, default, _span(name))

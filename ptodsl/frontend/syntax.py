@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -114,9 +114,18 @@ class AllAxes:
 
 
 @attrs.frozen
+class Index:
+    """`x[t]`: one position along an axis, which the axis then leaves (torch's integer
+    index); in a time loop, its step variable."""
+
+    index: int | Expr
+    span: Span
+
+
+@attrs.frozen
 class Subscript:
     value: Expr
-    slices: tuple[Slice | AllAxes, ...]
+    slices: tuple[Slice | AllAxes | Index, ...]
     span: Span
 
 
@@ -358,6 +367,26 @@ class ContainerDecl:
     span: Span
 
 
+@attrs.frozen
+class StepAssign:
+    """`y[t] = value` in a time loop: step t's slice of output `y`."""
+
+    target: str
+    index: str
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class For:
+    """`for t in range(T)` ... `end`: a loop over time steps (see the grammar)."""
+
+    variable: str
+    count: int | Expr
+    body: tuple[Let | Assign | StepAssign, ...]
+    span: Span
+
+
 Item = (
     DimDecl
     | ParamDecl
@@ -371,6 +400,7 @@ Item = (
     | Assign
     | BlockDef
     | ContainerDecl
+    | For
 )
 
 
@@ -384,6 +414,25 @@ class Spec:
     def declared_dims(self) -> dict[str, int]:
         """Each dim's size as the spec writes it (before any `--dim` resizes it)."""
         return {item.name: item.size for item in self.items if isinstance(item, DimDecl)}
+
+
+def map_syntax(node: object, rewrite: Callable[[object], object | None]) -> object:
+    """`node` (a syntax tree, or a tuple of them) rebuilt with `rewrite` applied top-down:
+    where it returns a node, that node replaces the subtree; where None, the fields are
+    mapped (spans kept)."""
+    replaced = rewrite(node)
+    if replaced is not None:
+        return replaced
+    if isinstance(node, tuple):
+        return tuple(map_syntax(item, rewrite) for item in node)
+    if not attrs.has(type(node)):
+        return node
+    changes = {
+        f.name: map_syntax(getattr(node, f.name), rewrite)
+        for f in attrs.fields(type(node))
+        if f.name not in ("span", "func_span")
+    }
+    return attrs.evolve(node, **changes)
 
 
 def format_syntax(node: object, indent: str = "") -> str:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from ptodsl.frontend import recurrence
 from ptodsl.frontend import syntax as s
 from ptodsl.frontend.diagnostics import Span, SpecError
 from ptodsl.ir import modules, ops
@@ -297,7 +298,8 @@ class _TypeChecker:
         self.applied: dict[str, Span] = {}
         # a module call's expansion, by the call (a call of several results is read once
         # per result)
-        self.expansions: dict[tuple[str, Span], s.Expr | tuple[s.Expr, ...]] = {}
+        self.expansions: dict[tuple[s.Call, int | None], s.Expr | tuple[s.Expr, ...]] = {}
+        self.step: int | None = None  # the time loop's step being written out
         self.dropouts = 0  # the dropout masks drawn so far: whether the mode matters
         self.dims: dict[str, ir.Dim] = {}
         self.params: dict[str, ir.Param] = {}
@@ -309,6 +311,9 @@ class _TypeChecker:
         self.containers: list[ir.Container] = []
         self.created: list[str] = []  # ModelNew's state in creation order (ir.Kernel.created)
         self.current: dict[str, str] = {}  # an assigned state -> the let holding its new value
+        self.step_variables: set[str] = set()  # the time loop's `t`, once its loop is read
+        self.recurrence: ir.Recurrence | None = None  # the spec's time loop
+        self.carried_names: set[str] = set()  # the lets the time loop carries
         # per module, its present parameters' attribute -> the weight they are held as
         self.module_parameters: dict[str, dict[str, str]] = {}
         self.split_params: dict[str, s.Binary] = {}
@@ -366,6 +371,7 @@ class _TypeChecker:
             containers=tuple(self.containers),
             created=tuple(self.created),
             mode=self.mode if mode_dependent else None,
+            recurrence=self.recurrence,
         )
 
     def item_DimDecl(self, item: s.DimDecl) -> None:  # noqa: N802 - dispatched by type name
@@ -950,6 +956,8 @@ class _TypeChecker:
     # ---- statements ----------------------------------------------------------------------
 
     def item_Let(self, item: s.Let) -> None:  # noqa: N802
+        if self.recurrence is not None:
+            self.refuse_after_loop(item)
         _check_size(item.value)
         _check_nesting(item.value)
         value = self.expr(item.value)
@@ -960,7 +968,192 @@ class _TypeChecker:
         self.lets[item.name] = value.type
         self.body.append(ir.Let(item.name, value, item.span))
 
+    def item_For(self, item: s.For) -> None:  # noqa: N802
+        """`for t in range(T)` ... `end`, a loop over time steps. Its steps are written out
+        into the body, one after another (what the spec computes: the reference and the
+        check read them), and one step is a spec of its own (`recurrence.step_spec`),
+        checked as any spec: its kernel is what is lowered, and `forward` runs it T times,
+        each step's output written into its slice of the output."""
+        if self.recurrence is not None:
+            raise SpecError("a spec has one time loop", item.span)
+        count = item.count if isinstance(item.count, int) else self.size_value(item.count)
+        if count < 1:
+            raise SpecError(f"a time loop of {count} steps: it runs at least one", item.span)
+        _check_identifier(item.variable, item.span)
+        if item.variable in self.declared or item.variable in self.dims:
+            raise SpecError(f"the step `{item.variable}` shadows a name of the spec", item.span)
+        starts = self.carried_starts(item)
+        stacked = self.stacked_outputs(item, count)
+        sliced = recurrence.sequences(item)
+        for name, span in sliced.items():
+            tensor = self.inputs.get(name)
+            if tensor is None or tensor.is_weight or tensor.type.rank < 2:
+                raise SpecError(
+                    f"`{name}[{item.variable}]` reads a step of `{name}`, which is not an input "
+                    "of two or more axes",
+                    span,
+                    note="a step reads a sequence the spec takes (`input x: f32[T, B, I]`); "
+                    "weights and lets are read whole",
+                )
+            if tensor.type.shape[0] < count or tensor.splits[:1] not in ((), (1,)):
+                raise SpecError(
+                    f"`{name}` has {tensor.type.shape[0]} steps along its first axis, the loop "
+                    f"{count}",
+                    span,
+                    note="a loop reads at most the steps its sequences have",
+                )
+        read = {
+            node.id
+            for stmt in item.body
+            for node in recurrence.nodes_of(stmt.value)
+            if isinstance(node, s.Name) and node.id in self.inputs
+        }
+        names = recurrence.step_names(item, sliced, starts, stacked, set(self.declared))
+        step_spec = recurrence.step_spec(self.spec, item, names, starts, read - set(starts))
+        step = typecheck(step_spec, self.dim_sizes, self.mode)
+        if step.mode is not None:
+            raise SpecError(
+                "this time loop's steps depend on the module mode (a dropout or a norm's "
+                "running statistics): not supported yet",
+                item.span,
+                note="a loop runs one step program in every mode: keep dropout and running "
+                "statistics out of it",
+            )
+        self.step_variables.add(item.variable)
+        self.carried_names = set(starts)
+        per_step: dict[str, list[str]] = {name: [] for name in stacked}
+        for number in range(count):
+            self.step = number
+            for stmt in item.body:
+                target = stmt.name if isinstance(stmt, s.Let) else stmt.target
+                let = ir.generated_name(f"step{number}", target)
+                value = recurrence.at_step(stmt.value, item.variable, number)
+                self.item_Let(s.Let(let, value, stmt.span, hidden=True))
+                if isinstance(stmt, s.StepAssign):
+                    per_step[target].append(let)
+                else:  # what follows reads the new value
+                    self.current[target] = let
+        self.step = None
+        for stmt in item.body:  # the steps' own lets are the loop's only
+            if isinstance(stmt, s.Let):
+                self.current.pop(stmt.name, None)
+        for output, lets in per_step.items():
+            self.store_stacked(output, lets, item.span)
+        carried = [(name, names.next[name], start.name) for name, start in starts.items()]
+        self.recurrence = ir.Recurrence(
+            item.variable,
+            count,
+            step,
+            tuple((names.sliced[x], x) for x in sliced),
+            tuple((name, next_name, start) for name, next_name, start in carried),
+            tuple((names.stacked[y], y) for y in stacked),
+            (),
+        )
+
+    def store_stacked(self, name: str, lets: list[str], span: Span) -> None:
+        """Output `name` as the steps' values stacked along a new first axis (torch's
+        `stack`): built as IR, as a spec's expression would be too long for a long loop."""
+        output = self.outputs[name]
+        parts = []
+        for let in lets:
+            step = self.lets[let]
+            assert isinstance(step, ir.TensorType)
+            parts.append(ir.op_reshape(ir.Ref(let, step, span), (1, *step.shape)))
+        while len(parts) > 1:  # joined pairwise, a tree log2(T) deep: printable Python
+            pairs = [parts[i : i + 2] for i in range(0, len(parts), 2)]
+            parts = [
+                ir.op(CONCAT.name, *pair, span=span, attributes=ir.Along(0))
+                if len(pair) == 2
+                else pair[0]
+                for pair in pairs
+            ]
+        (value,) = parts
+        if value.type != output.type:
+            raise SpecError(
+                f"output `{name}` is declared {output.type}, but its steps stack to {value.type}",
+                span,
+            )
+        self.stored[name] = span
+        self.body.append(ir.Store(name, value, span))
+
+    def carried_starts(self, loop: s.For) -> dict[str, s.InputDecl]:
+        """The lets the loop assigns, each with the input it starts as (`let h = h0`, the
+        only statements before the loop), by name."""
+        inputs = {i.name: i for i in self.spec.items if isinstance(i, s.InputDecl)}
+        lets = {stmt.name: stmt.value for stmt in self.body if isinstance(stmt, ir.Let)}
+        for stmt in self.body:
+            value = stmt.value
+            if not (
+                isinstance(stmt, ir.Let) and isinstance(value, ir.Ref) and value.name in inputs
+            ):
+                raise SpecError(
+                    "a time loop comes first in the spec's statements",
+                    stmt.span,
+                    note="before it, only `let h = h0` starts a value the loop carries "
+                    "(computing before the loop is not supported yet)",
+                )
+        starts: dict[str, s.InputDecl] = {}
+        for stmt in loop.body:
+            if isinstance(stmt, s.Assign):
+                value = lets.get(stmt.target)
+                if not isinstance(value, ir.Ref):
+                    raise SpecError(
+                        f"`{stmt.target}` is assigned in the loop but not a `let` before it",
+                        stmt.span,
+                        note=f"carry a value from step to step: `let {stmt.target} = h0` "
+                        "before the loop, for an input `h0`; write an output per step as "
+                        f"`{stmt.target}[{loop.variable}] = ...`",
+                    )
+                starts[stmt.target] = inputs[value.name]
+        return starts
+
+    def stacked_outputs(self, loop: s.For, count: int) -> list[str]:
+        """The outputs the loop writes per step (`y[t] = ...`), each once."""
+        written: list[str] = []
+        for stmt in loop.body:
+            if not isinstance(stmt, s.StepAssign):
+                continue
+            output = self.outputs.get(stmt.target)
+            if output is None:
+                raise SpecError(f"`{stmt.target}` is not a declared output", stmt.span)
+            if stmt.index != loop.variable:
+                raise SpecError(
+                    f"a step writes its own slice: `{stmt.target}[{loop.variable}]`", stmt.span
+                )
+            if stmt.target in written:
+                raise SpecError(
+                    f"`{stmt.target}[{loop.variable}]` is written twice",
+                    stmt.span,
+                    note="a step writes each output's slice once",
+                )
+            if not output.type.shape or output.type.shape[0] != count or output.splits[:1] != (1,):
+                raise SpecError(
+                    f"output `{stmt.target}` is {output.type}: its first axis is not the "
+                    f"loop's {count} steps",
+                    stmt.span,
+                    note=f"declare it with the steps first (`output {stmt.target}: "
+                    "f32[T, ...]`), as torch.stack(..., dim=0) returns it",
+                )
+            written.append(stmt.target)
+        return written
+
+    def refuse_after_loop(self, item: s.Let | s.Assign) -> None:
+        """After a time loop, only outputs of a carried value's last value (`h_n = h`)."""
+        carried = isinstance(item.value, s.Name) and item.value.id in self.carried_names
+        if isinstance(item, s.Assign) and carried and item.target in self.outputs:
+            assert self.recurrence is not None
+            final = (*self.recurrence.final, (item.target, item.value.id))
+            self.recurrence = attrs.evolve(self.recurrence, final=final)
+            return
+        raise SpecError(
+            "after a time loop, a spec only outputs a value the loop carried",
+            item.span,
+            note="write `h_n = h` for a carried `h`; computing after the loop is not supported yet",
+        )
+
     def item_Assign(self, item: s.Assign) -> None:  # noqa: N802
+        if self.recurrence is not None:
+            self.refuse_after_loop(item)
         if item.target in self.inputs and self.inputs[item.target].is_carried:
             return self.assign_state(item)
         if item.target not in self.outputs:
@@ -1059,7 +1252,13 @@ class _TypeChecker:
         if not isinstance(value.type, ir.TensorType):
             raise SpecError("only a tensor can be sliced", node.value.span)
         shape = value.type.shape
-        slices = [self.sized_slice(cut) for cut in self.expand_all_axes(node.slices, len(shape))]
+        slices, dropped = [], []
+        for axis, cut in enumerate(self.expand_all_axes(node.slices, len(shape))):
+            if isinstance(cut, s.Index) and axis < len(shape):  # one position, axis dropped
+                position = self.index_position(cut, shape[axis])
+                dropped.append(axis)
+                cut = s.Slice(position, position + 1, cut.span)
+            slices.append(cut if isinstance(cut, s.Index) else self.sized_slice(cut))
         if len(slices) > len(shape):
             raise SpecError(
                 f"{len(slices)} slices for a rank-{len(shape)} tensor", node.slices[-1].span
@@ -1089,12 +1288,30 @@ class _TypeChecker:
         if cropped != shape:
             crop = ir.Slice(tuple(starts), tuple(stops))
             value = ir.op("slice", value, span=node.span, attributes=crop)
-        if not steps:
+        if steps:
+            axes = tuple(sorted(steps))
+            ones = (1,) * len(axes)
+            strides = tuple(steps[a] for a in axes)
+            every = ir.Window(axes, ones, strides, (0,) * len(axes), ones, False)
+            value = ir.op("window_max", value, span=node.span, attributes=every)
+        if not dropped:
             return value
-        axes = tuple(sorted(steps))
-        ones = (1,) * len(axes)
-        every = ir.Window(axes, ones, tuple(steps[a] for a in axes), (0,) * len(axes), ones, False)
-        return ir.op("window_max", value, span=node.span, attributes=every)
+        kept = tuple(size for axis, size in enumerate(cropped) if axis not in dropped)
+        return ir.op("reshape", value, span=node.span, attributes=ir.Reshape(kept))
+
+    def index_position(self, index: s.Index, extent: int) -> int:
+        """`x[i]`'s position along an axis of `extent` (negative from the end)."""
+        position = index.index
+        if not isinstance(position, int):
+            if isinstance(position, s.Name) and position.id in self.step_variables:
+                raise SpecError(
+                    f"`{position.id}` is a time loop's step: it indexes inside its loop only",
+                    index.span,
+                )
+            position = self.size_value(position)
+        if not -extent <= position < extent:
+            raise SpecError(f"index {position} is out of range for an axis of {extent}", index.span)
+        return position % extent
 
     @staticmethod
     def slice_step(cut: s.Slice, tensor: ir.TensorType) -> int:
@@ -1118,7 +1335,9 @@ class _TypeChecker:
         return cut.step
 
     @staticmethod
-    def expand_all_axes(items: tuple[s.Slice | s.AllAxes, ...], rank: int) -> list[s.Slice]:
+    def expand_all_axes(
+        items: tuple[s.Slice | s.AllAxes | s.Index, ...], rank: int
+    ) -> list[s.Slice | s.Index]:
         """The slices with `...` replaced by whole slices of the axes the others leave out."""
         marks = [item for item in items if isinstance(item, s.AllAxes)]
         if len(marks) > 1:
@@ -1385,7 +1604,9 @@ class _TypeChecker:
         module = self.modules[node.func]
         definition = modules.MODULES[module.kind]
         self.refuse_result_count(node, module, definition)
-        key = (node.func, node.span)
+        # The call itself, not its place: a block called twice inlines one call of its
+        # module twice, on other operands; a time loop's steps each make the same call.
+        key = (attrs.evolve(node, result=None), self.step)
         if key not in self.expansions:  # the other results of one call are already written
             self.expansions[key] = self.expansion(node, module, definition)
         value = self.expansions[key]

@@ -45,6 +45,9 @@ class Forward:
     buffers: tuple[Buffer, ...]
     calls: tuple[Call, ...]
     eval: Forward | None = None
+    # a spec with a time loop (`spec.recurrence`): the program of one step, which forward
+    # runs once per step; `buffers` and `calls` are then its
+    step: Forward | None = None
 
     @property
     def updates(self) -> tuple[ir.Output, ...]:
@@ -61,6 +64,11 @@ class Forward:
             for m in self.spec.modules
             if m.name in updated and modules.MODULES[m.kind].counts_batches
         )
+
+    @property
+    def single_call(self) -> bool:
+        """One kernel call writes the spec's outputs (not a time loop's, called per step)."""
+        return self.step is None and len(self.calls) == 1
 
     @property
     def kernels(self) -> tuple[ir.Kernel, ...]:
@@ -100,7 +108,11 @@ def build_forward(
     eval_program: Forward | None = None,
 ) -> Forward:
     """The program that calls `kernels` in order; an output of a kernel that is not one of
-    the spec's is an intermediate."""
+    the spec's is an intermediate. For a spec with a time loop, `kernels` are one step's:
+    the program runs the step's program once per step."""
+    if spec.recurrence is not None:
+        step = build_forward(spec.recurrence.step, kernels)
+        return Forward(spec, step.buffers, step.calls, eval_program, step)
     outputs = {o.name for o in spec.outputs}
     buffers = [
         Buffer(o.name, _layout(kernel, o))
@@ -122,6 +134,8 @@ def build_forward(
 
 def forward_faults(program: Forward) -> list[str]:
     """What breaks the forward program's invariants (empty when none does)."""
+    if program.step is not None:
+        return _loop_faults(program) + forward_faults(program.step) + _mode_faults(program)
     faults: list[str] = []
     spec = program.spec
     arguments = {t.name for t in spec.inputs}
@@ -174,6 +188,47 @@ def forward_faults(program: Forward) -> list[str]:
     return faults
 
 
+def _loop_faults(program: Forward) -> list[str]:
+    """A time loop's step reads each sequence's step, each carried value and the spec's
+    other inputs, in their shapes; its outputs are each output's step and each carried
+    value's next one; every output of the spec is one of those or a carried value's last."""
+    spec, step = program.spec, program.step
+    loop = spec.recurrence
+    if loop is None or step is None or step.spec is not loop.step:
+        return ["a step program without the spec's time loop"]
+    faults: list[str] = []
+    inputs = {t.name: t for t in spec.inputs}
+    outputs = {o.name: o for o in spec.outputs}
+    step_inputs = {t.name: t for t in step.spec.inputs}
+    step_outputs = {o.name: o for o in step.spec.outputs}
+
+    def shape(tensor: ir.Tensor) -> tuple[int, ...]:
+        return tensor.declared_shape
+
+    for step_input, sequence in loop.sliced:
+        steps, *rest = shape(inputs[sequence])
+        if steps < loop.count or tuple(rest) != shape(step_inputs[step_input]):
+            faults.append(f"`{step_input}` is not one step of `{sequence}`")
+    for step_input, step_output, start in loop.carried:
+        shapes = {shape(step_inputs[step_input]), shape(step_outputs[step_output])}
+        if shapes != {shape(inputs[start])}:
+            faults.append(f"`{step_input}` is carried in other shapes than `{start}`'s")
+    for step_output, output in loop.stacked:
+        if shape(outputs[output]) != (loop.count, *shape(step_outputs[step_output])):
+            faults.append(f"`{step_output}` is not one step of output `{output}`")
+    for output, step_input in loop.final:
+        if shape(outputs[output]) != shape(step_inputs[step_input]):
+            faults.append(f"output `{output}` is not the last `{step_input}`")
+    written = [o for _, o in loop.stacked] + [o for o, _ in loop.final]
+    if sorted(written) != sorted(outputs):
+        faults.append(f"the loop writes outputs {written}, the spec has {sorted(outputs)}")
+    read = {name for name, _ in loop.sliced} | {name for name, _, _ in loop.carried}
+    others = set(step_inputs) - read
+    if not others <= set(inputs):
+        faults.append(f"the step reads {sorted(others - set(inputs))}, which nothing provides")
+    return faults
+
+
 def _mode_faults(program: Forward) -> list[str]:
     """A mode-dependent spec has a program per mode: training mode's updates each module
     buffer it reads, eval mode's reads them, updates none and draws no mask, and both
@@ -222,6 +277,32 @@ def format_forward(program: Forward) -> str:
     for mask in program.spec.dropout_masks:
         shape = ", ".join(map(str, mask.declared_shape))
         lines.append(f"  draw {mask.name}: {mask.type.dtype.value}[{shape}]  # {mask.init}")
+    lines += _call_lines(program) if program.step is None else _loop_lines(program)
+    for output in program.updates:
+        lines.append(f"  update {output.updates} = {output.name}")
+    lines += [f"  update {name}.num_batches_tracked += 1" for name in program.counted]
+    text = "\n".join(lines) + "\n"
+    return text if program.eval is None else text + "\n" + format_forward(program.eval)
+
+
+def _loop_lines(program: Forward) -> list[str]:
+    """The time loop: the carried values' starts, then per step its reads, the step's
+    calls, its writes and the carried values' next ones; the outputs of their last."""
+    loop, step = program.spec.recurrence, program.step
+    assert loop is not None and step is not None
+    lines = [f"  let {name} = {start}" for name, _, start in loop.carried]
+    lines.append(f"  for {loop.variable} in range({loop.count})")
+    lines += [f"    let {name} = {sequence}[{loop.variable}]" for name, sequence in loop.sliced]
+    lines += ["  " + line for line in _call_lines(step)]
+    lines += [f"    {output}[{loop.variable}] = {name}" for name, output in loop.stacked]
+    lines += [f"    {name} = {next_name}" for name, next_name, _ in loop.carried]
+    lines += [f"  {output} = {name}" for output, name in loop.final]
+    return lines
+
+
+def _call_lines(program: Forward) -> list[str]:
+    """The intermediates and the kernel calls."""
+    lines = []
     for buffer in program.buffers:
         shape = ", ".join(map(str, buffer.type.shape))
         lines.append(f"  buffer {buffer.name}: {buffer.type.dtype.value}[{shape}]")
@@ -234,8 +315,4 @@ def format_forward(program: Forward) -> str:
         )
         if call.cut_because is not None:
             lines.append(f"    # cut after it: {call.cut_because.message}")
-    for output in program.updates:
-        lines.append(f"  update {output.updates} = {output.name}")
-    lines += [f"  update {name}.num_batches_tracked += 1" for name in program.counted]
-    text = "\n".join(lines) + "\n"
-    return text if program.eval is None else text + "\n" + format_forward(program.eval)
+    return lines

@@ -1112,6 +1112,25 @@ class Launches:
 
 
 @attrs.frozen
+class Recurrence:
+    """A spec's time loop (`for t in range(T)`): `step` is the kernel of one step, which
+    `forward` runs `count` times. Its inputs are each sequence's step (`sliced`: step
+    input, the input whose first axis it indexes), each carried value (`carried`: step
+    input, the step output holding its next value, the input it starts as) and the spec's
+    other inputs; its outputs, each step's slice of an output (`stacked`: step output,
+    output) and the carried values' next ones. `final`: outputs holding a carried value
+    after the last step (output, step input)."""
+
+    variable: str
+    count: int
+    step: Kernel
+    sliced: tuple[tuple[str, str], ...]
+    carried: tuple[tuple[str, str, str], ...]
+    stacked: tuple[tuple[str, str], ...]
+    final: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
 class Kernel:
     name: str
     dims: tuple[Dim, ...]
@@ -1135,6 +1154,9 @@ class Kernel:
     target_forms: bool = False
     target_ranks: bool = False
     mode: Mode | None = None  # the mode a spec whose result depends on it is lowered for
+    # the spec's time loop: the body holds it unrolled (what it computes), `recurrence`
+    # one step as a kernel of its own (what is lowered)
+    recurrence: Recurrence | None = None
 
     def free_name(self, name: str, taken: frozenset[str] = frozenset()) -> str:
         """`name`, or `name2`, `name3`, ... where the spec uses it (einsum-style dims `i`,

@@ -1,0 +1,134 @@
+"""Time loops (`for t in range(T)` ... `end`): the step is one spec, lowered once and run by
+`forward` once per step; each step reads its slice of a sequence, carries values to the
+next, writes its slice of an output; the spec's body holds the steps written out. Checked
+in pypto's SIM against torch, and wrong loops shown rejected."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import ptodsl
+from ptodsl.checking.check import run_check
+from ptodsl.checking.problems import ProblemError
+from ptodsl.ir import nodes as ir
+from ptodsl.ir.forward import forward_faults
+
+# An Elman RNN with a bias input read whole by every step, a let of the step's own, every
+# step's output and the last hidden state.
+ELMAN = """kernel elman
+dims T = 5, B = 2, I = 8, H = 16
+input x: f32[T, B, I]
+input h0: f32[B, H]
+input b: f32[H]
+weight w_ih: f32[H, I] = randn
+weight w_hh: f32[H, H] = randn
+output y: f32[T, B, H]
+output h_n: f32[B, H]
+let h = h0
+for t in range(T)
+    let pre = x[t] @ w_ih.T + h @ w_hh.T
+    h = tanh(pre + b)
+    y[t] = h * 0.5
+end
+h_n = h
+"""
+
+ELMAN_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w_ih = nn.Parameter(torch.randn(16, 8))
+        self.w_hh = nn.Parameter(torch.randn(16, 16))
+
+    def forward(self, x, h0, b):
+        h = h0
+        outputs = []
+        for t in range(x.shape[0]):
+            h = torch.tanh(x[t] @ self.w_ih.T + h @ self.w_hh.T + b)
+            outputs.append(h * 0.5)
+        return torch.stack(outputs), h
+
+
+def get_inputs():
+    return [torch.randn(5, 2, 8), torch.randn(2, 16), torch.randn(16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.fixture(scope="module")
+def elman():
+    return ptodsl.compile(ELMAN, name="elman.pto")
+
+
+def test_a_time_loop_is_one_step_kernel_run_per_step(elman):
+    loop = elman.lowered.checked.recurrence
+    assert loop.count == 5
+    assert loop.sliced == (("x_t", "x"),)
+    assert loop.carried == (("h", "h_next", "h0"),)
+    assert loop.stacked == (("y_t", "y"),)
+    assert loop.final == (("h_n", "h"),)
+    # lowered once: the step's kernels, never five copies
+    assert {k.name for k in elman.program.kernels} == {"elman_step"}
+    assert "for t in range(0, 5, 1):" in elman.source
+    # the spec's body holds every step written out (what the bounds and draws read)
+    lets = [s.name for s in elman.lowered.checked.body if isinstance(s, ir.Let)]
+    assert [n for n in lets if n.endswith("_h")] == [f"_step{i}_h" for i in range(5)]
+
+
+def test_a_time_loop_is_torchs_loop_in_sim(elman, tmp_path):
+    problem = tmp_path / "elman.py"
+    problem.write_text(ELMAN_PROBLEM, encoding="utf-8")
+    report = run_check(elman, against=problem)
+    assert report.ok, report.to_json()
+
+
+def test_a_loop_one_step_short_is_not_the_problem(tmp_path):
+    """Written one step short (and its output one step shorter, as it must be), the spec
+    returns another shape than the problem's Model: `check` refuses it."""
+    problem = tmp_path / "elman.py"
+    problem.write_text(ELMAN_PROBLEM, encoding="utf-8")
+    short = ELMAN.replace("range(T)", "range(T - 1)").replace("y: f32[T, B, H]", "y: f32[4, B, H]")
+    compiled = ptodsl.compile(short, name="short.pto")
+    with pytest.raises(ProblemError, match=r"returns \[5, 2, 16\], the spec declares \[4"):
+        run_check(compiled, against=problem, passes="graph")
+
+
+# Wrong forwards a compiler of time loops could emit, each a mutation of the right one:
+# a step left out, the carried value never carried, each step reading the step before.
+WRONG_LOOPS = {
+    "one step short": ("range(0, 5, 1)", "range(0, 4, 1)"),
+    "the hidden state not carried": ("h = h_next.reshape(2, 16)", "h = h0"),
+    "steps read one behind": ("x_t = x[t]", "x_t = x[max(t - 1, 0)]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_LOOPS))
+def test_check_rejects_a_time_loop_built_wrong(case, elman, tmp_path):
+    right, wrong = WRONG_LOOPS[case]
+    assert elman.source.count(right) == 1
+    module = tmp_path / "wrong_loop.py"
+    module.write_text(elman.source.replace(right, wrong), encoding="utf-8")
+    report = run_check(elman, kernel_path=module, passes="graph")
+    assert not report.ok
+    assert any(output["mismatched"] for output in report.to_json()["outputs"])
+
+
+def test_the_forward_verifier_catches_a_loop_that_writes_the_wrong_output(elman):
+    program = elman.program
+    loop = program.spec.recurrence
+    spec = attrs.evolve(program.spec, recurrence=attrs.evolve(loop, count=4))
+    assert any(
+        "not one step of" in fault for fault in forward_faults(attrs.evolve(program, spec=spec))
+    )
+    unfinished = attrs.evolve(loop, final=())
+    spec = attrs.evolve(program.spec, recurrence=unfinished)
+    assert any(
+        "the loop writes outputs" in f for f in forward_faults(attrs.evolve(program, spec=spec))
+    )
