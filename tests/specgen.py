@@ -339,3 +339,56 @@ def generate(
 
 def specs(dtype: str = "f32", max_elements: int = 1 << 20) -> st.SearchStrategy[GeneratedSpec]:
     return st.integers(0, 2**32 - 1).map(lambda seed: generate(seed, dtype, max_elements))
+
+
+def generate_loop(seed: int) -> GeneratedSpec:
+    """A random time loop: a sequence `x`, one or two carried values, an input read whole
+    and a weight, each step a random tree of them (a matmul by the weight now and then),
+    every step's output and, now and then, a carried value's last; the loop as long as the
+    sequence or one step shorter."""
+    rng = random.Random(seed)
+    steps, batch, width = (
+        rng.choice([1, 2, 3, 5]),
+        rng.choice([1, 2, 3, 8]),
+        rng.choice([1, 4, 16, 31]),
+    )
+    count = steps - 1 if steps > 1 and rng.random() < 0.3 else steps
+    carried = ["h", "c"][: rng.randint(1, 2)]
+
+    def term(depth: int) -> str:
+        if depth == 0:
+            return rng.choice(["x[t]", *carried, "b", rng.choice(CONSTANTS)])
+        shape = rng.random()
+        if shape < 0.3:
+            return f"{rng.choice(ANY_UNARY)}({term(depth - 1)})"
+        if shape < 0.4:  # a matmul of a carried value, which is [B, N]
+            return f"({rng.choice(carried)} @ w.T)"
+        op = rng.choice(["+", "-", "*"])
+        return f"({term(depth - 1)} {op} {term(depth - 1)})"
+
+    body = []
+    for name in carried:
+        # bounded, so that a long loop's values stay in range
+        body.append(f"    {name} = {rng.choice(['tanh', 'sigmoid'])}({term(2)} + {name})")
+    body.append(f"    y[t] = {term(2)} + {carried[0]}")  # [B, N] whatever the tree's shape
+    final = rng.random() < 0.5
+    lines = [
+        "kernel looped",
+        f"dims T = {steps}, S = {count}, B = {batch}, N = {width}",
+        "input x: f32[T, B, N]",
+        *(f"input {name}0: f32[B, N]" for name in carried),
+        "input b: f32[N]",
+        "weight w: f32[N, N] = randn * 0.1",
+        "output y: f32[S, B, N]",
+        *(["output last: f32[B, N]"] if final else []),
+        *(f"let {name} = {name}0" for name in carried),
+        "for t in range(S)",
+        *body,
+        "end",
+        *([f"last = {carried[-1]}"] if final else []),
+    ]
+    return GeneratedSpec("\n".join(lines) + "\n", seed, steps * batch * width)
+
+
+def loop_specs() -> st.SearchStrategy[GeneratedSpec]:
+    return st.integers(0, 2**32 - 1).map(generate_loop)

@@ -12,7 +12,7 @@ import torch
 from conftest import ruff_check
 from hypothesis import given
 from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
-from specgen import generate, specs
+from specgen import generate, generate_loop, loop_specs, specs
 
 import ptodsl
 from ptodsl.checking.check import run_check, spec_case
@@ -137,3 +137,20 @@ def test_a_generated_spec_the_old_tiling_broke_fits_ub_and_runs():
     compiled = compile_generated(spec)
     assert_plan_within_limits(compiled.plan)
     assert run_check(compiled).ok
+
+
+@given(loop_specs())
+def test_generated_time_loops_compile_within_limits(spec):
+    compiled = compile_generated(spec)
+    compile(compiled.source, "kernel.py", "exec")
+    compile(compiled.reference_source, "reference.py", "exec")
+    assert_plan_within_limits(compiled.plan)
+
+
+@pytest.mark.parametrize(
+    "seed", [*range(2), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(2, 30))]
+)
+def test_generated_time_loops_pass_check_in_pypto_sim(seed):
+    spec = generate_loop(seed)
+    report = run_check(compile_generated(spec))
+    assert report.ok, spec.text + json.dumps(report.to_json(), indent=2)
