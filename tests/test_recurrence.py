@@ -132,3 +132,109 @@ def test_the_forward_verifier_catches_a_loop_that_writes_the_wrong_output(elman)
     assert any(
         "the loop writes outputs" in f for f in forward_faults(attrs.evolve(program, spec=spec))
     )
+
+
+# Gated cells as torch's nn.LSTM and nn.GRU compute them (gates in torch's order: i, f, g,
+# o and r, z, n), written out over the steps, with the weights of one layer.
+GATED = {
+    "lstm": (
+        """kernel lstm
+dims T = 4, B = 2, I = 8, H = 16
+input x: f32[T, B, I]
+input h0: f32[B, H]
+input c0: f32[B, H]
+weight w_ih: f32[(4 * H), I] = randn
+weight w_hh: f32[(4 * H), H] = randn
+weight b_ih: f32[(4 * H)] = randn
+output y: f32[T, B, H]
+output c_n: f32[B, H]
+let h = h0
+let c = c0
+for t in range(T)
+    let i, f, g, o = (x[t] @ w_ih.T + b_ih + h @ w_hh.T).split(H, axis=1)
+    c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    h = sigmoid(o) * tanh(c)
+    y[t] = h
+end
+c_n = c
+""",
+        """    def forward(self, x, h0, c0):
+        h, c, outputs = h0, c0, []
+        for t in range(x.shape[0]):
+            gates = x[t] @ self.w_ih.T + self.b_ih + h @ self.w_hh.T
+            i, f, g, o = gates.chunk(4, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            outputs.append(h)
+        return torch.stack(outputs), c
+""",
+        "[torch.randn(4, 2, 8), torch.randn(2, 16), torch.randn(2, 16)]",
+    ),
+    "gru": (
+        """kernel gru
+dims T = 4, B = 2, I = 8, H = 16
+input x: f32[T, B, I]
+input h0: f32[B, H]
+weight w_ih: f32[(3 * H), I] = randn
+weight w_hh: f32[(3 * H), H] = randn
+weight b_ih: f32[(3 * H)] = randn
+output y: f32[T, B, H]
+let h = h0
+for t in range(T)
+    let ir, iz, i_n = (x[t] @ w_ih.T + b_ih).split(H, axis=1)
+    let hr, hz, hn = (h @ w_hh.T).split(H, axis=1)
+    let r = sigmoid(ir + hr)
+    let z = sigmoid(iz + hz)
+    h = (1.0 - z) * tanh(i_n + r * hn) + z * h
+    y[t] = h
+end
+""",
+        """    def forward(self, x, h0):
+        h, outputs = h0, []
+        for t in range(x.shape[0]):
+            ir, iz, i_n = (x[t] @ self.w_ih.T + self.b_ih).chunk(3, dim=1)
+            hr, hz, hn = (h @ self.w_hh.T).chunk(3, dim=1)
+            r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+            h = (1 - z) * torch.tanh(i_n + r * hn) + z * h
+            outputs.append(h)
+        return torch.stack(outputs)
+""",
+        "[torch.randn(4, 2, 8), torch.randn(2, 16)]",
+    ),
+}
+
+
+def _gated_problem(cell: str) -> str:
+    _, forward, inputs = GATED[cell]
+    gates = 4 if cell == "lstm" else 3
+    return f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w_ih = nn.Parameter(torch.randn({gates} * 16, 8))
+        self.w_hh = nn.Parameter(torch.randn({gates} * 16, 16))
+        self.b_ih = nn.Parameter(torch.randn({gates} * 16))
+
+{forward}
+
+def get_inputs():
+    return {inputs}
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("cell", sorted(GATED))
+def test_gated_cells_over_time_are_torchs(cell, tmp_path):
+    """LSTM and GRU gates: the gates split from the products, two carried values (the
+    LSTM's cell state output after the last step), in SIM against torch."""
+    problem = tmp_path / f"{cell}.py"
+    problem.write_text(_gated_problem(cell), encoding="utf-8")
+    compiled = ptodsl.compile(GATED[cell][0], name=f"{cell}.pto")
+    report = run_check(compiled, against=problem)
+    assert report.ok, report.to_json()
