@@ -74,8 +74,10 @@ def test_a_time_loop_is_one_step_kernel_run_per_step(elman):
     assert loop.carried == (("h", "h_next", "h0"),)
     assert loop.stacked == (("y_t", "y"),)
     assert loop.final == (("h_n", "h"),)
-    # lowered once: the step's kernels, never five copies
+    # lowered once: the step's kernels, never five copies, launched once per step
     assert {k.name for k in elman.program.kernels} == {"elman_step"}
+    assert elman.program.launch_count == 5 * elman.program.step.launch_count
+    assert not elman.program.single_call  # pypto's per-pass goldens are one launch's
     assert "for t in range(0, 5, 1):" in elman.source
     # the spec's body holds every step written out (what the bounds and draws read)
     lets = [s.name for s in elman.lowered.checked.body if isinstance(s, ir.Let)]

@@ -383,8 +383,9 @@ def _scales(
     checked = compiled.lowered.checked
     params = dict(init_kwargs)
     params.update(zip((p.name for p in checked.forward_params), forward_scalars, strict=True))
-    kernels = compiled.program.kernels
-    parts = _sample_parts(checked, kernels[0].launches) if len(kernels) == 1 else None
+    program = compiled.program
+    one = program.single_call  # (a time loop's step launches by samples of a step)
+    parts = _sample_parts(checked, program.kernels[0].launches) if one else None
     if parts is None:
         with SampleBySample():
             bounded, ambiguities = evaluate_bounds(checked, inputs, params, observer)

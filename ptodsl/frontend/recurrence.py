@@ -24,16 +24,6 @@ from ptodsl.ir import nodes as ir
 KEPT = (s.DimDecl, s.ParamDecl, s.WeightDecl, s.ModuleDecl, s.BufferDecl, s.ContainerDecl)
 
 
-def nodes_of(node: object) -> Iterable[object]:
-    yield node
-    if isinstance(node, tuple):
-        for item in node:
-            yield from nodes_of(item)
-    elif attrs.has(type(node)):
-        for f in attrs.fields(type(node)):
-            yield from nodes_of(getattr(node, f.name))
-
-
 def _is_step_index(node: object, variable: str) -> bool:
     return (
         isinstance(node, s.Index) and isinstance(node.index, s.Name) and node.index.id == variable
@@ -46,7 +36,7 @@ def sequences(loop: s.For) -> dict[str, s.Span]:
     found: dict[str, s.Span] = {}
     indexes = set()
     for stmt in loop.body:
-        for node in nodes_of(stmt.value):
+        for node in s.walk_syntax(stmt.value):
             if isinstance(node, s.Subscript) and any(
                 _is_step_index(c, loop.variable) for c in node.slices
             ):
@@ -59,7 +49,7 @@ def sequences(loop: s.For) -> dict[str, s.Span]:
                     )
                 found.setdefault(node.value.id, node.span)
                 indexes.add(id(node.slices[0].index))
-        for node in nodes_of(stmt.value):
+        for node in s.walk_syntax(stmt.value):
             if isinstance(node, s.Name) and node.id == loop.variable and id(node) not in indexes:
                 raise SpecError(
                     f"`{loop.variable}` is the loop's step: it only indexes a sequence",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -433,6 +433,17 @@ def map_syntax(node: object, rewrite: Callable[[object], object | None]) -> obje
         if f.name not in ("span", "func_span")
     }
     return attrs.evolve(node, **changes)
+
+
+def walk_syntax(node: object) -> Iterator[object]:
+    """`node` and every node under it, parents first."""
+    yield node
+    if isinstance(node, tuple):
+        for item in node:
+            yield from walk_syntax(item)
+    elif attrs.has(type(node)):
+        for f in attrs.fields(type(node)):
+            yield from walk_syntax(getattr(node, f.name))
 
 
 def format_syntax(node: object, indent: str = "") -> str:

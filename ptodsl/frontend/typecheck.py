@@ -1005,7 +1005,7 @@ class _TypeChecker:
         read = {
             node.id
             for stmt in item.body
-            for node in recurrence.nodes_of(stmt.value)
+            for node in s.walk_syntax(stmt.value)
             if isinstance(node, s.Name) and node.id in self.inputs
         }
         names = recurrence.step_names(item, sliced, starts, stacked, set(self.declared))

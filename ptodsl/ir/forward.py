@@ -81,7 +81,10 @@ class Forward:
 
     @property
     def launch_count(self) -> int:
-        return sum(kernel.launch_count for kernel in self.kernels)
+        """The launches one forward makes (a time loop's step's, once per step)."""
+        launches = sum(kernel.launch_count for kernel in self.kernels)
+        loop = self.spec.recurrence
+        return launches if self.step is None or loop is None else launches * loop.count
 
     def written(self, tensor: str) -> tuple[ir.Kernel, ir.Output]:
         """The kernel that writes output or intermediate `tensor`, and its output."""

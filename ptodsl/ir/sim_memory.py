@@ -132,8 +132,11 @@ def one_worker_bytes(program: Forward) -> float:
     `program`: a worker frees nothing between launches (#65 above), so every launch's
     copies count. Several kernels' launches add up alike: level-2 #19 (128 launches of a
     transposed convolution, then a GroupNorm) peaked at 15.7 GB in one worker, #7 (4
-    launches of a 3-D convolution, then channel-wise work) at 15.2 GB."""
-    return sum(k.launch_count * verification_bytes(k) for k in program.kernels)
+    launches of a 3-D convolution, then channel-wise work) at 15.2 GB. A time loop's
+    launches repeat per step."""
+    launches = sum(k.launch_count * verification_bytes(k) for k in program.kernels)
+    loop = program.spec.recurrence
+    return launches if program.step is None or loop is None else launches * loop.count
 
 
 def worker_per_launch(program: Forward) -> bool:
