@@ -262,3 +262,32 @@ def test_check_rejects_a_multihead_attention_kernel_built_wrong(case, tmp_path):
     )
     (output,) = report.to_json()["outputs"]
     assert not report.ok and output["mismatched"] > 0  # it ran, and computed other values
+
+
+# Wrong forwards of #34's time loop: a step left out, the hidden state never carried.
+WRONG_RNN = {
+    "time loop one step short": (
+        r"range\(0, (\d+), 1\)",
+        lambda m: f"range(0, {int(m[1]) - 1}, 1)",
+    ),
+    "hidden state not carried": (r"hidden = hidden_next\.reshape\([^)]*\)", lambda m: "pass"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_RNN))
+def test_check_rejects_an_rnn_loop_built_wrong(case, tmp_path):
+    (spec,) = SPEC_BY_NUMBER[34]
+    (problem,) = PROBLEM_BY_NUMBER[34]
+    compiled = ptodsl.compile(
+        spec.read_text(encoding="utf-8"), name=spec.name, dims=CI_DIMS[spec.stem]
+    )
+    pattern, replacement = WRONG_RNN[case]
+    wrong, count = re.subn(pattern, replacement, compiled.source)
+    assert count == 1
+    module = tmp_path / "wrong_rnn.py"
+    module.write_text(wrong, encoding="utf-8")
+    report = run_check(
+        compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
+    )
+    (output,) = report.to_json()["outputs"]
+    assert not report.ok and output["mismatched"] > 0
