@@ -434,8 +434,11 @@ def _run_worker(
             "ptodsl.runtime._sim_worker",
             work_dir,
             # Each launch's worker has `timeout`; the model's worker as long as all of them
-            # and one more for its own start, so that a launch's timeout is what ends it.
-            timeout=timeout if per_launch is None else timeout * (launches + 1),
+            # and its own start (importing torch and pypto, compiling the kernel: 15 s and
+            # more on a loaded machine), so that a launch's timeout is what ends it.
+            timeout=timeout
+            if per_launch is None
+            else timeout * launches + max(timeout, MODEL_START_S),
             env=_worker_environment(work_dir, per_launch),
             stall=SLAB_STALL,
             on_poll=on_poll,
@@ -447,6 +450,11 @@ def _run_worker(
     if answer.status != 0:
         raise SimulationError(_describe_failure(answer, module_path))
     return answer
+
+
+# What a model's worker may take to start before its first launch, beside its launches'
+# timeouts (a small timeout per launch must not stop the model's own start).
+MODEL_START_S = 120.0
 
 
 # Errors only, but to stdout: they carry the reason behind "Run pass failed". pypto reads
