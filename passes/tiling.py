@@ -366,10 +366,13 @@ def _transposing(target: Target) -> Target:
     return attrs.evolve(target, max_tile_elements=target.max_tile_elements // 4)
 
 
-def _window_tile(shape: tuple[int, ...], itemsize: int, target: Target) -> tuple[int, ...]:
+def _window_tile(
+    shape: tuple[int, ...], itemsize: int, target: Target, last_axis_cap: int | None = None
+) -> tuple[int, ...]:
     """Pads, taps and splits are narrower than their neighbours along some axis, the last
     one included: the last-axis tile is 32-byte aligned, as for a crop."""
-    return reduction_aligned(choose_tile(shape, itemsize, target), itemsize, target)
+    tile = choose_tile(shape, itemsize, target, last_axis_cap)
+    return reduction_aligned(tile, itemsize, target)
 
 
 def window_auto_tiles(steps: tuple[ir.WindowStep, ...]) -> int:
@@ -662,7 +665,11 @@ def tile_phases(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ker
             phases.append(ir.Phase(tuple(indexes), shape, tile=steps[0].frame_tile, window=steps))
             continue
         if is_transpose(kernel.body[indexes[0]]):
-            tile = _window_tile(shape, itemsize, _transposing(target))
+            # an exchange moving the last axis runs along it as a scan does: the scans'
+            # last-axis limit (the verifier's rule; 2304 positions of #31's attention)
+            moves_last = len(shape) - 1 in positional_axes(kernel, indexes)
+            cap = target.max_scan_last_axis_tile if moves_last else None
+            tile = _window_tile(shape, itemsize, _transposing(target), cap)
             phases.append(ir.Phase(tuple(indexes), shape, tile=tile))
             continue
         _refuse_large_stored_crops(kernel, indexes, target)

@@ -11,6 +11,7 @@ import ptodsl
 from ptodsl.checking.check import run_check
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import ops
+from ptodsl.passes.tiling import is_transpose
 
 SPECS = {
     # torch's split: chunks of 3 along an axis of 8, the last one of 2
@@ -128,4 +129,24 @@ def test_multihead_attention_of_another_sequence_is_torchs(tmp_path):
     problem.write_text(CROSS_ATTENTION_PROBLEM, encoding="utf-8")
     compiled = ptodsl.compile(CROSS_ATTENTION, name="cross_attention.pto")
     report = run_check(compiled, against=problem)
+    assert report.ok, report.to_json()
+
+
+def test_a_transpose_of_a_long_last_axis_is_tiled_within_the_scan_limit():
+    """An exchange that moves an axis of 1200 into the last place runs along it as a scan
+    does: its last-axis tile stays within the scans' limit (1024; the plan pypto rejects
+    was an internal error, #31's attention over 40 x 40 positions), and it runs in SIM."""
+    spec = (
+        "kernel long_swap\ndims B = 2, S = 1200, E = 16\ninput x: f32[B, S, E]\n"
+        "output y: f32[B, E, S]\ny = x.transpose(1, 2)\n"
+    )
+    compiled = ptodsl.compile(spec, name="long_swap.pto")
+    swaps = [
+        phase
+        for kernel in compiled.lowered.kernels
+        for phase in kernel.schedule.phases
+        if any(is_transpose(kernel.body[i]) for i in phase.statements)
+    ]
+    assert swaps and all(phase.tile[-1] <= 1024 for phase in swaps)
+    report = run_check(compiled)
     assert report.ok, report.to_json()
