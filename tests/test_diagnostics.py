@@ -244,6 +244,7 @@ CASES = {
     "loop_computes_after_it": LOOP + "let z = h * 2.0\n",
     "loop_after_computing": LOOP.replace("let h = h0", "let h = h0 * 2.0"),
     "loop_with_a_dropout": LOOP.replace("tanh(x[t] + h)", "dropout(tanh(x[t] + h), 0.5)"),
+    "index_out_of_range": HEADER + "input x: f32[M, N]\noutput y: f32[N]\ny = x[4]\n",
     "loop_writes_a_step_twice": LOOP.replace("end\n", "    y[t] = h\nend\n"),
     # convolutions
     "conv_groups_do_not_divide": CONV + "weight w: f32[6, 2, 3, 3] = randn\n"

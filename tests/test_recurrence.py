@@ -240,3 +240,14 @@ def test_gated_cells_over_time_are_torchs(cell, tmp_path):
     compiled = ptodsl.compile(GATED[cell][0], name=f"{cell}.pto")
     report = run_check(compiled, against=problem)
     assert report.ok, report.to_json()
+
+
+def test_an_integer_index_reads_one_position_and_drops_its_axis():
+    """`x[-1]`, torch's integer index (the last step of a sequence), outside any loop."""
+    spec = (
+        "kernel last\ndims T = 3, B = 2, N = 8\ninput x: f32[T, B, N]\noutput y: f32[B, N]\n"
+        "y = x[-1] * 2.0 + x[0]\n"
+    )
+    compiled = ptodsl.compile(spec, name="last.pto")
+    report = run_check(compiled)
+    assert report.ok, report.to_json()

@@ -311,7 +311,6 @@ class _TypeChecker:
         self.containers: list[ir.Container] = []
         self.created: list[str] = []  # ModelNew's state in creation order (ir.Kernel.created)
         self.current: dict[str, str] = {}  # an assigned state -> the let holding its new value
-        self.step_variables: set[str] = set()  # the time loop's `t`, once its loop is read
         self.recurrence: ir.Recurrence | None = None  # the spec's time loop
         self.carried_names: set[str] = set()  # the lets the time loop carries
         # per module, its present parameters' attribute -> the weight they are held as
@@ -1019,7 +1018,6 @@ class _TypeChecker:
                 note="a loop runs one step program in every mode: keep dropout and running "
                 "statistics out of it",
             )
-        self.step_variables.add(item.variable)
         self.carried_names = set(starts)
         per_step: dict[str, list[str]] = {name: [] for name in stacked}
         for number in range(count):
@@ -1303,14 +1301,13 @@ class _TypeChecker:
         """`x[i]`'s position along an axis of `extent` (negative from the end)."""
         position = index.index
         if not isinstance(position, int):
-            if isinstance(position, s.Name) and position.id in self.step_variables:
-                raise SpecError(
-                    f"`{position.id}` is a time loop's step: it indexes inside its loop only",
-                    index.span,
-                )
             position = self.size_value(position)
         if not -extent <= position < extent:
-            raise SpecError(f"index {position} is out of range for an axis of {extent}", index.span)
+            raise SpecError(
+                f"index {position} is out of range for an axis of {extent}",
+                index.span,
+                note=f"an index counts from 0 to {extent - 1}, or from -1 back to -{extent}",
+            )
         return position % extent
 
     @staticmethod
