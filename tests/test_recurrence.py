@@ -251,3 +251,46 @@ def test_an_integer_index_reads_one_position_and_drops_its_axis():
     compiled = ptodsl.compile(spec, name="last.pto")
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+TWICE = """kernel twice
+dims T = 3, B = 2, N = 8
+input x: f32[T, B, N]
+input h0: f32[B, N]
+output y: f32[T, B, N]
+let h = h0
+for t in range(T)
+    h = tanh(x[t] + h)
+    h = h * 0.5
+    y[t] = h
+end
+"""
+
+TWICE_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, h0):
+        h, outputs = h0, []
+        for t in range(x.shape[0]):
+            h = torch.tanh(x[t] + h)
+            h = h * 0.5
+            outputs.append(h)
+        return torch.stack(outputs)
+
+
+def get_inputs():
+    return [torch.randn(3, 2, 8), torch.randn(2, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_value_assigned_twice_in_a_step_is_read_as_its_latest(tmp_path):
+    problem = tmp_path / "twice.py"
+    problem.write_text(TWICE_PROBLEM, encoding="utf-8")
+    report = run_check(ptodsl.compile(TWICE, name="twice.pto"), against=problem)
+    assert report.ok, report.to_json()

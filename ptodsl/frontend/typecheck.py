@@ -1022,9 +1022,15 @@ class _TypeChecker:
         per_step: dict[str, list[str]] = {name: [] for name in stacked}
         for number in range(count):
             self.step = number
-            for stmt in item.body:
+            for position, stmt in enumerate(item.body):
                 target = stmt.name if isinstance(stmt, s.Let) else stmt.target
-                let = ir.generated_name(f"step{number}", target)
+                # a carried value assigned twice in a step: its second value named apart
+                again = any(
+                    (other.name if isinstance(other, s.Let) else other.target) == target
+                    for other in item.body[:position]
+                )
+                base = f"{target}_{position}" if again else target
+                let = ir.generated_name(f"step{number}", base)
                 value = recurrence.at_step(stmt.value, item.variable, number)
                 self.item_Let(s.Let(let, value, stmt.span, hidden=True))
                 if isinstance(stmt, s.StepAssign):
