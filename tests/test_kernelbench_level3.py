@@ -248,20 +248,26 @@ WRONG_MULTIHEAD = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(WRONG_MULTIHEAD))
-def test_check_rejects_a_multihead_attention_kernel_built_wrong(case, tmp_path):
-    (spec,) = SPEC_BY_NUMBER[31]
-    (problem,) = PROBLEM_BY_NUMBER[31]
+def _assert_wrong_kernel_rejected(number: int, mutate, tmp_path) -> None:
+    """Problem `number`'s module at the CI dims, mutated, checked against its problem: it
+    ran, and computed other values."""
+    (spec,) = SPEC_BY_NUMBER[number]
+    (problem,) = PROBLEM_BY_NUMBER[number]
     compiled = ptodsl.compile(
         spec.read_text(encoding="utf-8"), name=spec.name, dims=CI_DIMS[spec.stem]
     )
-    module = tmp_path / "wrong_attention.py"
-    module.write_text(WRONG_MULTIHEAD[case](compiled.source), encoding="utf-8")
+    module = tmp_path / "wrong.py"
+    module.write_text(mutate(compiled.source), encoding="utf-8")
     report = run_check(
         compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
     )
     (output,) = report.to_json()["outputs"]
-    assert not report.ok and output["mismatched"] > 0  # it ran, and computed other values
+    assert not report.ok and output["mismatched"] > 0
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_MULTIHEAD))
+def test_check_rejects_a_multihead_attention_kernel_built_wrong(case, tmp_path):
+    _assert_wrong_kernel_rejected(31, WRONG_MULTIHEAD[case], tmp_path)
 
 
 # Wrong forwards of #34's time loop: a step left out, the hidden state never carried.
@@ -276,18 +282,11 @@ WRONG_RNN = {
 
 @pytest.mark.parametrize("case", sorted(WRONG_RNN))
 def test_check_rejects_an_rnn_loop_built_wrong(case, tmp_path):
-    (spec,) = SPEC_BY_NUMBER[34]
-    (problem,) = PROBLEM_BY_NUMBER[34]
-    compiled = ptodsl.compile(
-        spec.read_text(encoding="utf-8"), name=spec.name, dims=CI_DIMS[spec.stem]
-    )
     pattern, replacement = WRONG_RNN[case]
-    wrong, count = re.subn(pattern, replacement, compiled.source)
-    assert count == 1
-    module = tmp_path / "wrong_rnn.py"
-    module.write_text(wrong, encoding="utf-8")
-    report = run_check(
-        compiled, against=problem, kernel_path=module, passes="graph", resize=ci_resize(spec.stem)
-    )
-    (output,) = report.to_json()["outputs"]
-    assert not report.ok and output["mismatched"] > 0
+
+    def mutate(source: str) -> str:
+        wrong, count = re.subn(pattern, replacement, source)
+        assert count == 1
+        return wrong
+
+    _assert_wrong_kernel_rejected(34, mutate, tmp_path)

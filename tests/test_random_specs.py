@@ -31,12 +31,16 @@ def compile_generated(spec):
         raise AssertionError(f"seed {spec.seed}:\n{spec.text}\n{error}") from None
 
 
-@given(specs())
-def test_generated_specs_compile_within_limits(spec):
+def assert_compiles_within_limits(spec):
     compiled = compile_generated(spec)
     compile(compiled.source, "kernel.py", "exec")
     compile(compiled.reference_source, "reference.py", "exec")
     assert_plan_within_limits(compiled.plan)
+
+
+@given(specs())
+def test_generated_specs_compile_within_limits(spec):
+    assert_compiles_within_limits(spec)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -141,10 +145,7 @@ def test_a_generated_spec_the_old_tiling_broke_fits_ub_and_runs():
 
 @given(loop_specs())
 def test_generated_time_loops_compile_within_limits(spec):
-    compiled = compile_generated(spec)
-    compile(compiled.source, "kernel.py", "exec")
-    compile(compiled.reference_source, "reference.py", "exec")
-    assert_plan_within_limits(compiled.plan)
+    assert_compiles_within_limits(spec)
 
 
 @pytest.mark.parametrize(

@@ -1681,7 +1681,7 @@ class _TypeChecker:
                 # operand that bound lets of its own (a linear layer's computed matrix) would
                 # bind them again: bound once, so that it is computed once, by one kernel when
                 # the spec is cut there.
-                given = self.hidden_let("operand", operand, given.span)
+                given = s.Name(self.hidden_let("operand", operand, given.span), given.span)
             elif isinstance(operand, ir.Ref):
                 given = s.Name(operand.name, given.span)
             operands.append(given)
@@ -1695,7 +1695,9 @@ class _TypeChecker:
             node.span,
             others=tuple(operands[1:]),
             other_shapes=tuple(shape for _, shape in others),
-            bind=lambda value: self.hidden_let("attention", self.expr(value), node.span),
+            bind=lambda value: s.Name(
+                self.hidden_let("attention", self.expr(value), node.span), node.span
+            ),
         )
         if shape != logical:  # a split channel axis, merged for the module and split back
             merged = application.call("reshape", operands[0], *map(application.literal, shape))
@@ -1711,13 +1713,13 @@ class _TypeChecker:
         assert isinstance(value, s.Expr), "a module of several results takes no split axis"
         return application.call("reshape", value, *map(application.literal, logical))
 
-    def hidden_let(self, stem: str, value: ir.Expr, span: Span) -> s.Name:
-        """`value` bound to a let of ptodsl's own name (`_operand0`), read by name."""
+    def hidden_let(self, stem: str, value: ir.Expr, span: Span) -> str:
+        """`value` bound to a let of ptodsl's own name (`_operand0`, `_matrix1`): its name."""
         count = sum(n.startswith(f"_{stem}") for n in self.lets)
         name = ir.generated_name(f"{stem}{count}")
         self.lets[name] = value.type
         self.body.append(ir.Let(name, value, span))
-        return s.Name(name, span)
+        return name
 
     def running_statistics(
         self,
@@ -1802,9 +1804,7 @@ class _TypeChecker:
             raise SpecError(f"matmul takes float tensors, not {operand.type}", node.span)
         if isinstance(operand, ir.Ref) and operand.name in self.lets:
             return operand
-        name = ir.generated_name(f"matrix{sum(n.startswith('_matrix') for n in self.lets)}")
-        self.lets[name] = operand.type
-        self.body.append(ir.Let(name, operand, node.span))
+        name = self.hidden_let("matrix", operand, node.span)
         return ir.Ref(name, operand.type, node.span)
 
     def split_groups(self, operand: ir.Expr) -> tuple[tuple[int, ...], ...]:
