@@ -1,12 +1,13 @@
 """Inserts a loop into a phase whose tiles would exceed the target's auto-tile limit.
 
-One loop, never nested, along the outermost axis that no reduction of the phase reduces
-(PyPTO pattern C: LayerNorm and RMSNorm loop over the batch, BatchNorm over channels), so
-every iteration reduces whole rows of its own. Only a phase that reduces every axis (a global
-sum) loops along axis 0 and accumulates into its output. Each iteration takes `chunk`
-indices of the loop axis, a multiple of the tile there; a chunk dividing the axis exactly is
-preferred, otherwise one constant-size tail block follows the loop, so every view has a
-compile-time size and nothing reads or writes past the tensor.
+One loop, never nested, along the outermost axis that no reduction of the phase reduces and
+one index of which fits (PyPTO pattern C: LayerNorm and RMSNorm loop over the batch,
+BatchNorm over channels; attention's scores over the heads when one sample's alone exceed
+the limit), so every iteration reduces whole rows of its own. Only a phase that reduces
+every axis (a global sum) loops along axis 0 and accumulates into its output. Each iteration
+takes `chunk` indices of the loop axis, a multiple of the tile there; a chunk dividing the
+axis exactly is preferred, otherwise one constant-size tail block follows the loop, so every
+view has a compile-time size and nothing reads or writes past the tensor.
 """
 
 from __future__ import annotations
@@ -53,9 +54,16 @@ def plan_loop(
     if not splittable:
         return None
     free = [a for a in splittable if a not in reduced and shape[a] > 1]
-    axis = free[0] if free else splittable[0]
-    tiles_per_slice = auto_tiles(_without(shape, axis), _without(tile, axis))
-    slices = target.max_auto_tiles // tiles_per_slice
+
+    def slices_along(axis: int) -> int:
+        tiles_per_slice = auto_tiles(_without(shape, axis), _without(tile, axis))
+        return target.max_auto_tiles // tiles_per_slice
+
+    # The outermost free axis whose single index fits; an inner one when an outer index
+    # alone has too many tiles ([2, 4, 3136, 3136] scores loop over heads, not batch).
+    fitting = [a for a in free if slices_along(a) > 0]
+    axis = fitting[0] if fitting else (free[0] if free else splittable[0])
+    slices = slices_along(axis)
     if slices == 0:
         return None
     size, step = shape[axis], tile[axis]

@@ -211,6 +211,9 @@ CASES = {
     # splits, transposes and masks (attention)
     "split_into_fewer_names": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
     "let a, b = x.split(2, axis=1)\ny = a\n",
+    "split_of_an_axis_declared_as_a_product": HEADER + "input x: f32[M, N]\n"
+    "weight w: f32[4 * N, N] = randn\noutput y: f32[M, N]\n"
+    "let i, f, g, o = (x @ w.T).split(N, axis=1)\ny = i * f + g * o\n",
     "split_outside_a_let": HEADER + "input x: f32[M, N]\noutput y: f32[M, 4]\n"
     "y = x.split(4, axis=1)\n",
     "several_names_without_a_split": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
@@ -350,7 +353,7 @@ CASES = {
     "constant_without_value": HEADER + "input x: f32[M, N]\noutput y: f32[M, N]\n"
     "y = x + log(-1.0)\n",
     "kernel_too_large_to_loop": "kernel k\ndims M = 2, N = 34000000\ninput x: f32[M, N]\n"
-    "input v: f32[M, 1]\noutput y: f32[M, N]\ny = x * v\n",
+    "output y: f32[M, N]\ny = x - max(x, axis=1, keepdim=true)\n",
 }
 
 LOCATION = re.compile(r"^case\.pto:(\d+):(\d+): error: .+\n +--> case\.pto:\1:\2\n")

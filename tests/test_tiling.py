@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import TINY_TILES
 from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
 
 import ptodsl
@@ -18,7 +19,7 @@ SHAPES = [
     (1,), (7,), (8191,), (16384,), (16385,), (262144,), (1000003,), (67108864,), (999999937,),
     (1, 1), (16, 16384), (3, 5), (97, 1031), (128, 4096), (16384, 4096), (2, 33554432),
     (1, 1, 1), (16, 64, 65536), (13, 17, 19), (4, 256, 256),
-    (1, 1, 1, 1), (16, 64, 256, 256), (2, 3, 5, 7), (8, 1, 1, 1048576),
+    (1, 1, 1, 1), (16, 64, 256, 256), (2, 3, 5, 7), (8, 1, 1, 1048576), (2, 4, 3136, 3136),
 ]  # fmt: skip
 
 
@@ -40,14 +41,29 @@ def test_loop_rules(shape):
     if auto_tiles(shape, tile) <= TARGET.max_auto_tiles:
         assert loop is None, "a loop only when the tiles would exceed the limit"
         return
-    if loop is None:  # only when one row block alone is too many tiles
-        assert auto_tiles(shape[1:], tile[1:]) > TARGET.max_auto_tiles
+    if loop is None:  # only when one index of every axis alone is too many tiles
+        for axis in range(len(shape)):
+            index = shape[:axis] + (1,) + shape[axis + 1 :]
+            assert auto_tiles(index, tile) > TARGET.max_auto_tiles
         return
-    assert loop.chunk % tile[0] == 0
+    axis = loop.axis
+    assert loop.chunk % tile[axis] == 0
     assert loop.count >= 1 and 0 <= loop.tail < loop.chunk
-    assert loop.count * loop.chunk + loop.tail == shape[0], "chunks and tail cover axis 0 exactly"
-    block = (loop.chunk, *shape[1:])
+    assert loop.count * loop.chunk + loop.tail == shape[axis], "chunks and tail cover the axis"
+    block = shape[:axis] + (loop.chunk,) + shape[axis + 1 :]
     assert auto_tiles(block, tile) <= TARGET.max_auto_tiles
+    for outer in range(axis):  # the outermost axis whose single index fits
+        index = shape[:outer] + (1,) + shape[outer + 1 :]
+        assert shape[outer] == 1 or auto_tiles(index, tile) > TARGET.max_auto_tiles
+
+
+def test_a_loop_goes_inward_when_one_index_of_the_outer_axis_has_too_many_tiles():
+    """Level 3 #31 over a 56 x 56 image: the softmax of [batch 2, heads 4, 3136, 3136]
+    scores has 2512 tiles per batch index, past pypto's 2048, but 1256 per head."""
+    shape, tile = (2, 4, 3136, 3136), (1, 1, 5, 3136)
+    loop = plan_loop(shape, tile, TARGET, reduced=frozenset({3}))
+    assert loop is not None and loop.axis == 1
+    assert plan_loop(shape, tile, TARGET, reduced=frozenset({1, 3})).axis == 2
 
 
 def test_balanced_tiles_avoid_slivers():
@@ -102,4 +118,38 @@ def test_two_reductions_cut_in_a_tile_that_fills_ub_take_the_spill_safe_budget()
     assert math.prod(phase.tile) <= TARGET.spill_safe_tile_elements
     assert phase.tile[1] < 16  # still cut: the budget, not the cut, was what failed
     report = run_check(compiled, passes="graph")
+    assert report.ok, report.to_json()
+
+
+# Softmax over heads' scores where one batch index has more tiles than the (tiny) target
+# allows: the loop runs over the heads, each block softmaxing whole rows of its own (a
+# scale per sample and row keeps the four axes apart).
+SCORES_SOFTMAX = """kernel scores_softmax
+dims B = 2, H = 8, L = 8, S = 64
+input x: f32[B, H, L, S]
+input scale: f32[B, 1, L, 1]
+output y: f32[B, H, L, S]
+y = softmax(x * scale, axis=3)
+"""
+
+
+# Rows scaled by a value each, where one row alone has more tiles than allowed: the loop
+# runs along the rows' own (last) axis.
+LONG_ROWS_SCALED = """kernel long_rows_scaled
+dims B = 2, S = 4096
+input x: f32[B, S]
+input v: f32[B, 1]
+output y: f32[B, S]
+y = x * v
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "axis"), [(SCORES_SOFTMAX, 1), (LONG_ROWS_SCALED, 1)], ids=["heads", "last_axis"]
+)
+def test_a_loop_over_an_inner_axis_computes_what_torch_does(spec, axis):
+    compiled = ptodsl.compile(spec, name="case.pto", target=TINY_TILES, tuning=None)
+    (phase,) = compiled.kernel.schedule.phases
+    assert phase.loop is not None and phase.loop.axis == axis
+    report = run_check(compiled)
     assert report.ok, report.to_json()

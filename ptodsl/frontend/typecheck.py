@@ -2439,13 +2439,39 @@ class _TypeChecker:
                 f"`split` of an axis of {extent} into chunks of {size} gives {chunks} "
                 f"tensor{'s' if chunks != 1 else ''}, bound to {parts} names",
                 node.span,
-                note="give one name per chunk",
+                note=self.split_declaration_note(value) or "give one name per chunk",
             )
         start, stop = part * size, min(extent, (part + 1) * size)
         starts = tuple(start if a == axis else 0 for a in range(rank))
         stops = tuple(stop if a == axis else None for a in range(rank))
         crop = ir.Slice(starts, stops)
         return ir.op("slice", value, span=node.span, attributes=crop)
+
+    def split_declaration_note(self, value: ir.Expr) -> str | None:
+        """Why a chunk count may surprise: the value reads (through lets) a tensor declared
+        with a product axis, an LSTM's `f32[4 * H, I]`, which counts as several axes."""
+        lets = {stmt.name: stmt.value for stmt in self.body if isinstance(stmt, ir.Let)}
+        pending, seen = [value], set()
+        while pending:
+            for node in ir.walk(pending.pop()):
+                if not isinstance(node, ir.Ref) or node.name in seen:
+                    continue
+                seen.add(node.name)
+                if node.name in lets:
+                    pending.append(lets[node.name])
+                tensor = self.inputs.get(node.name)
+                if tensor is None or max(tensor.splits or (1,)) < 2:
+                    continue
+                entry = tensor.splits.index(max(tensor.splits))
+                first = sum(tensor.splits[:entry])
+                factors = tensor.type.shape[first : first + tensor.splits[entry]]
+                product = " * ".join(map(str, tensor.dims[first : first + len(factors)]))
+                return (
+                    f"`{node.name}`'s declared axis `{product}` is a product, so it counts as "
+                    f"{len(factors)} axes ({', '.join(map(str, factors))}) and later axes count "
+                    f"from there; declare `({product})` for one axis of {math.prod(factors)}"
+                )
+        return None
 
     def axis_order(self, node: s.Call) -> ir.Expr:
         """`x.transpose(1, 2)` (two axes exchanged), `x.permute(2, 0, 1)` (the axes in a new
