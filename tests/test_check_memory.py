@@ -39,6 +39,42 @@ def test_the_estimate_grows_with_the_outputs_and_with_windows():
     assert needed(pool) > 8 * 2**30
 
 
+# Attention's scores are far larger than its output: [B, 4, L, L] against [B, 4, L, 8].
+SCORES = """kernel scores
+dims B = 2, L = 512, E = 8
+input q: f32[B, 4, L, E]
+input k: f32[B, 4, L, E]
+output y: f32[B, 4, L, E]
+let att = softmax(q @ k.transpose(-2, -1), axis=-1)
+y = att @ k
+"""
+
+
+def test_the_estimate_counts_what_the_golden_evaluation_and_a_matmul_hold_beyond_outputs():
+    compiled = ptodsl.compile(SCORES, "scores.pto", tuning=None)
+    checked = compiled.lowered.checked
+    scores = 2 * 4 * 512 * 512
+    # the float64 value and scale of the scores, three times inside the softmax
+    assert sim_memory.evaluation_bytes(checked) >= 16 * 3 * scores
+    assert sim_memory.check_bytes(checked, compiled.program) >= 16 * 3 * scores
+    # the kernel computing the scores' matmul keeps them whole for the softmax after it
+    kernels = compiled.program.kernels
+    assert max(map(sim_memory.tensor_bytes, kernels)) >= 4 * scores * 2
+
+
+def test_letting_go_of_lets_after_their_last_read_keeps_every_value():
+    compiled = ptodsl.compile(SCORES, "scores.pto", tuning=None)
+    checked = compiled.lowered.checked
+    body = checked.body
+    assert ir.let_lifetimes(body) == {1: ("att",)}
+    generator = torch.Generator().manual_seed(0)
+    inputs = [torch.rand(t.type.shape, generator=generator) for t in checked.inputs]
+    (bounded,), _ = checking.evaluate_bounds(checked, inputs, {})
+    q, k = (value.double() for value in inputs)
+    expected = torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ k
+    torch.testing.assert_close(bounded.value, expected)
+
+
 def test_a_check_that_would_not_fit_is_refused_before_it_starts(monkeypatch):
     monkeypatch.setattr(memory, "budget", lambda: 2**20)
     compiled = ptodsl.compile(RELU_SPEC.read_text(encoding="utf-8"), RELU_SPEC.name)

@@ -186,12 +186,17 @@ def evaluate_bounds(
     reductions whose axes the inputs cannot tell apart. `observer` sees every op node."""
     evaluator = _Evaluator(kernel, inputs, params, observer)
     results: dict[str, Bounded] = {}
-    for stmt in kernel.body:
+    # A let is let go after its last read: attention's float64 scores and their scales
+    # are the largest values of a network, and holding every one held them all.
+    ending = ir.let_lifetimes(kernel.body)
+    for index, stmt in enumerate(kernel.body):
         value = evaluator.evaluate(stmt.value)
         if isinstance(stmt, ir.Let):
             evaluator.env[stmt.name] = value
         else:
             results[stmt.output] = value
+        for name in ending.get(index, ()):
+            del evaluator.env[name]
     outputs = []
     for output in kernel.outputs:
         bounded = results[output.name]

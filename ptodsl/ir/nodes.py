@@ -13,7 +13,7 @@ import enum
 import fractions
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -651,6 +651,22 @@ def walk(expr: Expr) -> Iterator[Expr]:
         for operand in expr.operands:
             yield from walk(operand)
     yield expr
+
+
+def let_lifetimes(body: Sequence[Stmt]) -> dict[int, tuple[str, ...]]:
+    """Per statement index, the `let`s whose last read is that statement (a `let` never
+    read ends at its own): what an evaluation in order can let go after it."""
+    last: dict[str, int] = {}
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, Let):
+            last[stmt.name] = index
+        for node in walk(stmt.value):
+            if isinstance(node, Ref) and node.name in last:
+                last[node.name] = index
+    ending: dict[int, tuple[str, ...]] = {}
+    for name, index in last.items():
+        ending[index] = (*ending.get(index, ()), name)
+    return ending
 
 
 # ---- kernel ------------------------------------------------------------------------------

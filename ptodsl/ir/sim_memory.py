@@ -50,8 +50,23 @@ ASSUMED_ITERATIONS = 4
 
 
 def tensor_bytes(kernel: ir.Kernel) -> int:
-    """The bytes of one launch's inputs and outputs."""
-    return sum(t.type.size * t.type.dtype.itemsize for t in (*kernel.inputs, *kernel.outputs))
+    """The bytes of one launch's inputs and outputs, and of the whole tensors its matmuls
+    compute for later phases: a loop after the matmul copies those too (level 3 #31 at a
+    56 x 56 image: attention's scores, 315 MB beside the softmax's 315 MB output, 4
+    iterations; 12.9 GB measured where inputs and outputs alone said 5.7 GiB)."""
+    arguments = sum(t.type.size * t.type.dtype.itemsize for t in (*kernel.inputs, *kernel.outputs))
+    phases = kernel.schedule.phases if kernel.schedule is not None else ()
+    products = (
+        kernel.body[index]
+        for phase in phases
+        if phase.cube is not None
+        for index in phase.statements
+    )
+    return arguments + sum(
+        stmt.value.type.size * stmt.value.type.dtype.itemsize
+        for stmt in products
+        if isinstance(stmt, ir.Let)
+    )
 
 
 def has_window(kernel: ir.Kernel) -> bool:
@@ -170,6 +185,39 @@ def _unfolded_bytes(conv: ir.Op) -> int:
     return geometry.group_in * taps * math.prod(geometry.out) * 8
 
 
+# The error bounds' float64 evaluation of the spec (`checking.error_bounds`) holds a value
+# and a scale (16 bytes an element) of every let still to be read, and inside the
+# statement it is at, an op's operands, result and temporaries: measured, the largest op
+# node's bytes about three times (level 3 #31 at a 48 x 48 image: its scores' softmax,
+# 0.63 GiB a node, 2.0 GiB over the process's start; #43 at batch 16 and #50 at batch 4:
+# 3.1 and 2.5 GiB, within 3 % of this rule). The outputs-only rule above had #50 at 7.0
+# GiB where its golden reached 10.7 GB.
+EVALUATION_BYTES_PER_ELEMENT = 16
+EVALUATION_NODE_COPIES = 3
+
+
+def evaluation_bytes(checked: ir.Kernel) -> float:
+    """The bytes the spec's float64 evaluation with error scales holds at its peak."""
+    sizes = {
+        stmt.name: stmt.value.type.size
+        for stmt in checked.body
+        if isinstance(stmt, ir.Let) and isinstance(stmt.value.type, ir.TensorType)
+    }
+    ending = ir.let_lifetimes(checked.body)
+    live = peak = 0
+    for index, stmt in enumerate(checked.body):
+        nodes = [
+            node.type.size
+            for node in ir.walk(stmt.value)
+            if isinstance(node, ir.Op) and isinstance(node.type, ir.TensorType)
+        ]
+        peak = max(peak, live + EVALUATION_NODE_COPIES * max(nodes, default=0))
+        if isinstance(stmt, ir.Let):
+            live += sizes.get(stmt.name, 0)
+        live -= sum(sizes.get(name, 0) for name in ending.get(index, ()))
+    return EVALUATION_BYTES_PER_ELEMENT * peak
+
+
 def check_bytes(checked: ir.Kernel, program: Forward) -> float:
     """The estimated peak memory of `ptodsl check` of `checked` lowered to `program`: the
     larger of computing the golden and simulating one launch beside the whole outputs (and
@@ -188,6 +236,7 @@ def check_bytes(checked: ir.Kernel, program: Forward) -> float:
     if parts > 1:
         golden = KEPT_BYTES_PER_OUTPUT_ELEMENT * outputs + per_output * outputs / parts
     golden += max(map(_unfolded_bytes, ir.convolutions(checked)), default=0)
+    golden += evaluation_bytes(checked) / parts
     reference = BASE_BYTES + golden + REFERENCE_BYTES_PER_INPUT_ELEMENT * inputs
     # The worker's whole outputs and their copy on the way back; the caller's inputs.
     between = sum(b.type.size * b.type.dtype.itemsize for b in program.buffers)
