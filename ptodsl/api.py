@@ -21,7 +21,7 @@ from ptodsl.pipeline import Lowered, lower
 from ptodsl.runtime import settings as run_settings
 from ptodsl.runtime.files import load_module, require_run_folders
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S, Settings
-from ptodsl.tools.tuning_cache import cached_tuning
+from ptodsl.tools.tuning_cache import DEFAULT_BUDGET, cached_tuning, ignore_entry
 
 if TYPE_CHECKING:  # imported when called: checking and tuning pull in torch
     from ptodsl.checking.check import CheckReport
@@ -108,14 +108,35 @@ def lower_spec(
         if type(size) is not int:  # a bool is an int to Python, not a size
             raise TypeError(f"dims[{dim!r}] must be an int, not {size!r}")
     origin = "default plan"
-    if tuning == "cached":
+    cached = tuning == "cached"
+    if cached:
         tuning = cached_tuning(source.text, dims, target)
         if tuning is not None:
             origin = f"tuned plan from the tuning cache ({tuning.describe()})"
     elif tuning is not None:
         origin = f"given plan choices ({tuning.describe()})"
     lowered = lower(source, dims, target, until=until, tuning=tuning)
+    unknown = _unknown_kernels(lowered) if until is None else ""
+    if unknown and cached:  # an edited entry: compile as if there were none
+        ignore_entry(source.text, dims, target, f"it tunes {unknown}")
+        return lower(source, dims, target, until=until), "default plan"
+    if unknown:
+        raise UnknownKernels(f"plan choices for {unknown}")
     return lowered, origin
+
+
+class UnknownKernels(ValueError):
+    """Plan choices name a kernel the program does not have: a typo, or a kernel's choice
+    that the partition then judged too much for it, cutting the spec otherwise."""
+
+
+def _unknown_kernels(lowered: Lowered) -> str:
+    """The kernels the plan choices name that the program does not have, said, or ""."""
+    kernels = {k.name for mode in (lowered, lowered.eval) if mode for k in mode.kernels}
+    unknown = [name for name, _ in lowered.tuning.per_kernel if name not in kernels]
+    if not unknown:
+        return ""
+    return f"kernels {unknown}, not among the program's {sorted(kernels)}"
 
 
 def compile(  # noqa: A001 - the public verb
@@ -180,7 +201,7 @@ def tune(
     name: str | None = None,
     dims: Mapping[str, int] | None = None,
     *,
-    budget: int = 12,
+    budget: int = DEFAULT_BUDGET,
     check: bool = True,
     store: bool = True,
     settings: Settings | None = None,

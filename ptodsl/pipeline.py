@@ -191,7 +191,9 @@ def _lowered_parts(
 def _passes(
     kernel: ir.Kernel, context: PassContext, until: str | None = None
 ) -> tuple[tuple[str, ir.Kernel], ...]:
-    """`kernel` after each pass, up to `until`, each verified."""
+    """`kernel` after each pass, up to `until`, each verified, under the plan choices for
+    this kernel."""
+    context = attrs.evolve(context, tuning=context.tuning.for_kernel(kernel.name))
     stages = []
     for name, run in PASSES:
         before, kernel = kernel, run(kernel, context)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Sequence
 
 from ptodsl import __version__
 from ptodsl.emission import pytree
@@ -714,7 +715,7 @@ def emit_pypto(program: Forward, filename: str) -> str:
                     f"{spec_filename(filename)}. Edits are lost when the spec is compiled again.",
                 ]
             ),
-            *_tuned_stamp(kernels[-1]),
+            *_tuned_stamp(kernels),
             "\n".join(RUN_MODES) + "\n",
         ]
     )
@@ -736,15 +737,21 @@ def emit_pypto(program: Forward, filename: str) -> str:
     return pytree.render([*header, *helpers, *factories, _model(program)])
 
 
-def _tuned_stamp(kernel: ir.Kernel) -> list[str]:
+def _tuned_stamp(kernels: Sequence[ir.Kernel]) -> list[str]:
     """The docstring's paragraph on a tuned plan: a reader should know the plan is not the
     default one, and how to get that."""
-    if kernel.tuning is None:
+    tuned = {kernel.name: kernel.tuning for kernel in kernels if kernel.tuning is not None}
+    if not tuned:
         return []
+    choices = set(tuned.values())
+    if len(choices) == 1 and len(tuned) == len({kernel.name for kernel in kernels}):
+        described = choices.pop().describe()
+    else:
+        described = "; ".join(f"kernel {name}: {t.describe()}" for name, t in tuned.items())
     return [
         "\n".join(
             [
-                f"Tuned: {kernel.tuning.describe()} (`ptodsl tune`'s plan choices; compile with",
+                f"Tuned: {described} (`ptodsl tune`'s plan choices; compile with",
                 "--untuned for the default plan).",
             ]
         )

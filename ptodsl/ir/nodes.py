@@ -995,11 +995,28 @@ class Tuning:
     # "per_op": a kernel per op, every value between them in memory (the unfused baseline
     # fusion is measured against); None: the fewest kernels (passes/partition.py)
     kernels: str | None = None
+    # A program of several kernels: choices of single kernels, by kernel name, each in
+    # place of the choices above for that kernel (`kernels` stays the program's).
+    per_kernel: tuple[tuple[str, Tuning], ...] = ()
+
+    def for_kernel(self, name: str) -> Tuning:
+        """The choices the passes apply to the kernel named `name`."""
+        own = dict(self.per_kernel).get(name)
+        if own is None:
+            return attrs.evolve(self, per_kernel=())
+        return attrs.evolve(own, kernels=self.kernels)
 
     def describe(self) -> str:
-        chosen = [f"{f.name}={getattr(self, f.name)}" for f in attrs.fields(Tuning)]
+        chosen = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in attrs.fields(Tuning)
+            if f.name != "per_kernel"
+        ]
         chosen = [c for c in chosen if not c.endswith("=None")]
-        return ", ".join(chosen) or "defaults"
+        own = [f"kernel {name}: {choices.describe()}" for name, choices in self.per_kernel]
+        if not own:
+            return ", ".join(chosen) or "defaults"
+        return "; ".join([", ".join(chosen), *own] if chosen else own)
 
 
 @attrs.frozen

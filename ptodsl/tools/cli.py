@@ -44,6 +44,7 @@ from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S, SettingError
 from ptodsl.tools.progress import Progress
 from ptodsl.tools.serialise import to_json
 from ptodsl.tools.tables import markdown_table
+from ptodsl.tools.tuning_cache import DEFAULT_BUDGET
 
 EXIT_OK, EXIT_SPEC_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a command SIGPIPE stopped
@@ -223,7 +224,7 @@ def _parser() -> argparse.ArgumentParser:
     tune_command.add_argument(
         "--budget",
         type=_positive(int),
-        default=12,
+        default=DEFAULT_BUDGET,
         metavar="N",
         help="measure at most N plans (default: %(default)s)",
     )

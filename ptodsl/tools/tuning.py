@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from ptodsl.api import Compiled, lower_spec
+from ptodsl.api import Compiled, UnknownKernels, lower_spec
 from ptodsl.emission.codegen import factory_name
 from ptodsl.frontend.diagnostics import Source, SpecError
 from ptodsl.ir import nodes as ir
@@ -29,7 +29,13 @@ from ptodsl.runtime.scratch import scratch as scratch_folder
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
 from ptodsl.tools.serialise import to_json
 from ptodsl.tools.tables import aligned_lines
-from ptodsl.tools.tuning_cache import KNOBS, forget, store_record
+from ptodsl.tools.tuning_cache import (
+    DEFAULT_BUDGET,
+    KNOBS,
+    forget,
+    store_record,
+    tuning_record,
+)
 
 # A plan replaces the default only if the cost model says it is this much faster. The
 # model is deterministic (a plan costs the same every run), so the margin guards against
@@ -116,43 +122,114 @@ def probe_cost(
     return Cost(run.sim_time_us, run.total_cycles)
 
 
-def candidates(source: Source, dims: Mapping[str, int] | None, target: Target) -> list[Lowered]:
-    """Every distinct plan the knobs give for this kernel, the default plan first."""
-    default, _ = lower_spec(source, dims, target, tuning=None)
-    # The plan choices apply to every kernel of the program alike.
-    phases = [p for kernel in default.kernels for p in kernel.schedule.phases]
+def _knobs(phases: list[ir.Phase], reads_var: bool) -> tuple[tuple, ...]:
+    """The values worth trying of each plan choice, for a kernel (or kernels) of these
+    phases: a knob the phases would ignore keeps its default alone."""
     vector = [p for p in phases if p.cube is None]
-    looped = any(p.loop for p in vector)
-    matmul_2d = any(p.cube is not None and len(p.shape) == 2 for p in phases)
-    has_var = any(
-        isinstance(node, ir.Op) and node.op == "var"
-        for stmt in default.checked.body
-        for node in ir.walk(stmt.value)
-    )
-    knobs = (
+    return (
         TILE_ELEMENTS if vector else (None,),
         LAST_AXIS_TILES if any(len(p.shape) > 1 for p in vector) else (None,),
-        LOOP_COUNTS if looped else (None,),
-        MATMUL_CHUNKS if matmul_2d else (None,),
-        VARIANCE_FORMS if has_var else (None,),
+        LOOP_COUNTS if any(p.loop for p in vector) else (None,),
+        MATMUL_CHUNKS if any(p.cube is not None and len(p.shape) == 2 for p in phases) else (None,),
+        VARIANCE_FORMS if reads_var else (None,),
     )
 
+
+def _reads_var(kernel: ir.Kernel) -> bool:
+    return any(
+        isinstance(node, ir.Op) and node.op == "var"
+        for stmt in kernel.body
+        for node in ir.walk(stmt.value)
+    )
+
+
+def _choices(knobs: tuple[tuple, ...], most_changed: int | None = None) -> list[ir.Tuning]:
+    """Every combination of the knobs' values but the defaults (of at most `most_changed`
+    changed knobs): single changes first, then pairs, ...; within those, every knob's first
+    alternative before any knob's second, so a small budget still tries each knob."""
+
     def order(choice: tuple) -> tuple[int, int]:
-        # Single changes first, then pairs, ...; within those, every knob's first
-        # alternative before any knob's second: a small budget still tries each knob.
         changed = [values.index(value) for values, value in zip(knobs, choice, strict=True)]
         return sum(index > 0 for index in changed), max(changed)
 
     choices = sorted(itertools.product(*knobs), key=order)
+    return [
+        ir.Tuning(*choice)
+        for choice in choices
+        if 0 < order(choice)[0] <= (most_changed or len(knobs))
+    ]
+
+
+def _tunings(default: Lowered) -> list[ir.Tuning]:
+    """The plan choices to try. One kernel: the knobs' combinations. Several: each kernel's
+    own single changes, the others keeping their defaults, taken in turn (every kernel's
+    first choice, then every kernel's second, ...), since what is fastest for one kernel (a
+    matmul's chunks, a softmax's loop) is not what is fastest for another; `combined` joins
+    the winners. (Every kernel's combinations would be hundreds of lowerings, each cutting
+    the spec into kernels again.)"""
+    if len(default.parts) == 1:
+        (part,) = default.parts
+        return _choices(_knobs(list(part.kernel.schedule.phases), _reads_var(default.checked)))
+    names = list(dict.fromkeys(part.kernel.name for part in default.parts))
+    parts = {part.kernel.name: part for part in reversed(default.parts)}
+    per_kernel = [
+        [
+            ir.Tuning(per_kernel=((name, choice),))
+            for choice in _choices(
+                _knobs(list(parts[name].kernel.schedule.phases), _reads_var(parts[name].checked)),
+                most_changed=1,
+            )
+        ]
+        for name in names
+    ]
+    return [
+        tuning
+        for turn in itertools.zip_longest(*per_kernel)
+        for tuning in turn
+        if tuning is not None
+    ]
+
+
+def candidates(
+    source: Source, dims: Mapping[str, int] | None, target: Target, limit: int | None = None
+) -> list[Lowered]:
+    """Distinct plans the knobs give for this spec, the default plan first; at most `limit`
+    of them (lowering every choice of a program of many kernels takes minutes)."""
+    default, _ = lower_spec(source, dims, target, tuning=None)
     plans = {_plan_key(default): default}
-    for choice in choices:
-        tuning = ir.Tuning(*choice)
+    for tuning in _tunings(default):
+        if limit is not None and len(plans) >= limit:
+            break
         try:
             lowered, _ = lower_spec(source, dims, target, tuning=tuning)
-        except SpecError:
+        except (SpecError, UnknownKernels):
             continue  # a choice the passes reject, e.g. too many tiles for one loop
         plans.setdefault(_plan_key(lowered), lowered)
     return list(plans.values())
+
+
+def combined(plans: list[Measured]) -> ir.Tuning | None:
+    """Each kernel's fastest own choice that beats the default plan, together: kernels run
+    one after another, so the times they save add up. None when fewer than two kernels
+    have such a choice."""
+    default = plans[0]
+    best: dict[str, Measured] = {}
+    for plan in plans[1:]:
+        per_kernel = plan.plan.tuning.per_kernel
+        if plan.cost is None or default.cost is None or len(per_kernel) != 1:
+            continue
+        ((name, _),) = per_kernel
+        if _beats(plan, default) and (
+            name not in best or plan.cost.sim_time_us < best[name].cost.sim_time_us
+        ):
+            best[name] = plan
+    if len(best) < 2:
+        return None
+    return ir.Tuning(
+        per_kernel=tuple(
+            (name, dict(plan.plan.tuning.per_kernel)[name]) for name, plan in sorted(best.items())
+        )
+    )
 
 
 def _plan_key(lowered: Lowered) -> str:
@@ -183,7 +260,7 @@ def tune(
     source: Source,
     dims: Mapping[str, int] | None = None,
     target: Target = PYPTO_0_2_0,
-    budget: int = 12,
+    budget: int = DEFAULT_BUDGET,
     check: bool = True,
     store: bool = True,
     progress: Callable[[int, int, Measured | None], None] = lambda done, total, measured: None,
@@ -197,28 +274,42 @@ def tune(
     None)` before the first. The plans are measured `jobs` at a time here, or on the Dask
     cluster at `cluster` (`ptodsl.runtime.executor`): the cost model is deterministic, so the result
     is the same either way."""
-    plans = candidates(source, dims, target)[: max(1, budget)]
-    progress(0, len(plans), None)
-    tasks = [
-        Task(
-            measure_plan,
-            (source, dims, target, lowered.tuning),
-            max(map(sim_memory.verification_bytes, lowered.kernels)),
-            lowered.tuning.describe(),
-        )
-        for lowered in plans
-    ]
+    plans = candidates(source, dims, target, limit=max(1, budget))
+    total = len(plans)
+    progress(0, total, None)
     done = 0
 
-    def measured_one(index: int, outcome: Cost | str) -> None:
-        nonlocal done
-        done += 1
-        progress(done, len(plans), _measured(plans[index], outcome))
+    def measure(lowered: list[Lowered]) -> list[Measured]:
+        tasks = [
+            Task(
+                measure_plan,
+                (source, dims, target, plan.tuning),
+                max(map(sim_memory.verification_bytes, plan.kernels)),
+                plan.tuning.describe(),
+            )
+            for plan in lowered
+        ]
 
-    outcomes = run_tasks(
-        tasks, failed=_failed_measure, jobs=jobs, cluster=cluster, on_done=measured_one
-    )
-    measured = [_measured(plan, outcome) for plan, outcome in zip(plans, outcomes, strict=True)]
+        def measured_one(index: int, outcome: Cost | str) -> None:
+            nonlocal done
+            done += 1
+            progress(done, total, _measured(lowered[index], outcome))
+
+        outcomes = run_tasks(
+            tasks, failed=_failed_measure, jobs=jobs, cluster=cluster, on_done=measured_one
+        )
+        return [_measured(plan, outcome) for plan, outcome in zip(lowered, outcomes, strict=True)]
+
+    measured = measure(plans)
+    together = combined(measured)
+    if together is not None:
+        try:
+            plan, _ = lower_spec(source, dims, target, tuning=together)
+        except (SpecError, UnknownKernels):
+            plan = None  # the kernels' choices, each legal alone, cut the spec otherwise
+        if plan is not None and _plan_key(plan) not in {_plan_key(p) for p in plans}:
+            total += 1
+            measured += measure([plan])
     default = measured[0]
     ranked = sorted((m for m in measured if m.cost), key=lambda m: m.cost.sim_time_us)
     if default.cost is not None:  # the default stays unless a plan beats it by the margin
@@ -291,12 +382,12 @@ def _store(
 ) -> None:
     assert best.cost is not None
     record = {
-        "tuning": attrs.asdict(best.plan.tuning),
+        "tuning": tuning_record(best.plan.tuning),
         "sim_time_us": best.cost.sim_time_us,
         "default_sim_time_us": default.cost.sim_time_us if default.cost else None,
         # what `ptodsl tune --list` shows: the key is a hash of the spec's text
         "spec": source.filename,
-        "kernel": best.plan.kernel.name,
+        "kernel": best.plan.checked.name,
         "dims": dict(dims or {}),
     }
     store_record(source.text, dims, target, record, checked)

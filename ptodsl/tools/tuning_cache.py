@@ -49,6 +49,9 @@ class BadEntry(ValueError):
     """A cache entry ptodsl did not write as it reads: edited, truncated or foreign."""
 
 
+# How many plans `ptodsl tune` measures unless told (`--budget`).
+DEFAULT_BUDGET = 12
+
 # The values `ptodsl tune` tries for each plan choice (None: the default plan's): an entry
 # holding any other value is not a plan tune made (a 1-element tile, a 4-byte last axis,
 # 10^26 loop iterations), and is ignored.
@@ -62,21 +65,55 @@ KNOBS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def _tuning(choices: Any) -> ir.Tuning:
-    """The plan choices of an entry, each checked: one of the values tune tries (`KNOBS`:
-    not 4096.5, NaN, a bool, a string or 10^21 for a count), no other key."""
+# The choices one kernel of several may take: all but the program's cut into kernels.
+KERNEL_KNOBS = {name: values for name, values in KNOBS.items() if name != "kernels"}
+_KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def tuning_record(tuning: ir.Tuning) -> dict[str, Any]:
+    """An entry's `tuning`: the program's choices, and under `per_kernel` each tuned
+    kernel's own, by name."""
+    record: dict[str, Any] = {name: getattr(tuning, name) for name in KNOBS}
+    if tuning.per_kernel:
+        record["per_kernel"] = {
+            name: {knob: getattr(choices, knob) for knob in KERNEL_KNOBS}
+            for name, choices in tuning.per_kernel
+        }
+    return record
+
+
+def _choices(choices: Any, knobs: Mapping[str, tuple[Any, ...]], what: str) -> dict[str, Any]:
+    """`choices` checked: one of the values tune tries for each knob (`KNOBS`: not 4096.5,
+    NaN, a bool, a string or 10^21 for a count), no other key."""
     if not isinstance(choices, dict):
-        raise BadEntry(f"its tuning is {type(choices).__name__}, not an object")
-    unknown = sorted(set(choices) - set(KNOBS))
+        raise BadEntry(f"{what} is {type(choices).__name__}, not an object")
+    unknown = sorted(set(choices) - set(knobs))
     if unknown:
-        raise BadEntry(f"unknown plan choices {unknown}")
-    for name, values in KNOBS.items():
+        raise BadEntry(f"unknown plan choices {unknown} in {what}")
+    for name, values in knobs.items():
         value = choices.get(name)
         # `in` alone takes True for 1 and 4096.0 for 4096: the type must match too
         if not any(value == known and type(value) is type(known) for known in values):
             tried = [known for known in values if known is not None]
-            raise BadEntry(f"{name} is {value!r}, not a value tune tries ({tried})")
-    return ir.Tuning(**choices)
+            raise BadEntry(f"{name} is {value!r} in {what}, not a value tune tries ({tried})")
+    return choices
+
+
+def _tuning(choices: Any) -> ir.Tuning:
+    """The plan choices of an entry (`tuning_record`), each checked."""
+    if isinstance(choices, dict) and "per_kernel" in choices:
+        kernels = choices["per_kernel"]
+        if not isinstance(kernels, dict) or not kernels:
+            raise BadEntry("its per_kernel choices are not an object of kernels")
+        per_kernel = []
+        for name, own in sorted(kernels.items()):
+            if not _KERNEL_NAME.match(name):
+                raise BadEntry(f"{name!r} is not a kernel's name")
+            what = f"kernel {name}'s tuning"
+            per_kernel.append((name, ir.Tuning(**_choices(own, KERNEL_KNOBS, what))))
+        program = {k: v for k, v in choices.items() if k != "per_kernel"}
+        return ir.Tuning(**_choices(program, KNOBS, "its tuning"), per_kernel=tuple(per_kernel))
+    return ir.Tuning(**_choices(choices, KNOBS, "its tuning"))
 
 
 def _claimed_speed(record: Mapping[str, Any]) -> None:
@@ -118,6 +155,11 @@ def cached_tuning(
         return _tuning(record.get("tuning"))
     except BadEntry as bad:
         return _ignored(path, str(bad))
+
+
+def ignore_entry(text: str, dims: Mapping[str, int] | None, target: Target, why: str) -> None:
+    """Warns that the spec's entry is ignored, for a reason found after reading it."""
+    _ignored(_cache_path(text, dims, target), why)
 
 
 def _ignored(path: Path, why: str) -> None:
