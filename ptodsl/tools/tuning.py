@@ -267,13 +267,14 @@ def tune(
     jobs: int = 1,
     cluster: str | None = None,
 ) -> TuneResult:
-    """Measures up to `budget` candidate plans (the default first) and stores the fastest
-    that passes `ptodsl check` in the tuning cache (unless `store` is off). With `check`
-    off the fastest plan is recorded beside the cache, never where compile reads.
-    `progress(done, total, measured)` hears of each plan measured, and `progress(0, total,
-    None)` before the first. The plans are measured `jobs` at a time here, or on the Dask
-    cluster at `cluster` (`ptodsl.runtime.executor`): the cost model is deterministic, so the result
-    is the same either way."""
+    """Measures up to `budget` candidate plans (the default first), and for several kernels
+    the kernels' winners joined (`combined`), and stores the fastest that passes `ptodsl
+    check` in the tuning cache (unless `store` is off). With `check` off the fastest plan is
+    recorded beside the cache, never where compile reads. `progress(done, total, measured)`
+    hears of each plan measured, and `progress(0, total, None)` before the first. The plans
+    are measured `jobs` at a time here, or on the Dask cluster at `cluster`
+    (`ptodsl.runtime.executor`): the cost model is deterministic, so the result is the same
+    either way."""
     plans = candidates(source, dims, target, limit=max(1, budget))
     total = len(plans)
     progress(0, total, None)
