@@ -101,7 +101,9 @@ def lower_spec(
     """The one driver behind `ptodsl.compile`, `ptodsl compile`, `check`, `coverage` and
     `tune`: the spec lowered with the plan they would all use, and which plan that is.
     `tuning`: "cached" uses the plan `ptodsl tune` stored for this spec if there is one,
-    None the default plan, an `ir.Tuning` those plan choices."""
+    None the default plan, an `ir.Tuning` those plan choices (its `per_kernel` ones for
+    single kernels of several, by name: a name the program lacks raises `UnknownKernels`,
+    a ValueError)."""
     if not (tuning is None or tuning == "cached" or isinstance(tuning, ir.Tuning)):
         raise TypeError(f"tuning must be 'cached', None or an ir.Tuning, not {tuning!r}")
     for dim, size in (dims or {}).items():
