@@ -11,6 +11,7 @@ import torch
 
 import ptodsl
 from ptodsl.checking import check as checking
+from ptodsl.checking import coverage
 from ptodsl.checking.check import CheckTooBig, run_check
 from ptodsl.checking.coverage import check_pair
 from ptodsl.checking.error_bounds import element_bound
@@ -99,6 +100,18 @@ def test_coverage_checks_the_largest_halving_that_fits_and_says_so(monkeypatch):
     assert row.note.startswith("checked at batch_size=8, dim=8192")
     assert "the check needs ~" in row.note
     assert row.sim_time_us is not None and row.sim_time_us > 0
+
+
+def test_the_halvings_leave_a_computed_dim_to_the_dims_it_is_computed_from():
+    """Level 2 #15 at full shape needs ~138 GiB; its halvings used to resize `D_out`,
+    which a spec computes, and failed to compile."""
+    path = ROOT / "examples" / "kernelbench-level2" / "15_ConvTranspose3d_BatchNorm_Subtract.pto"
+    text = path.read_text(encoding="utf-8")
+    compiled = ptodsl.compile(text, path.name, tuning=None)
+    dims, smaller = next(coverage._smaller_shapes(text, path.name, compiled))
+    assert "D_out" not in dims and dims["D"] == compiled.lowered.syntax.declared_dims["D"] // 2
+    (output,) = (o for o in smaller.lowered.checked.outputs if o.name == "y")
+    assert output.declared_shape[2] == (dims["D"] - 1) * 2 - 2 * 1 + 3
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 22])
