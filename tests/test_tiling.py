@@ -7,6 +7,7 @@ import math
 import pytest
 from conftest import TINY_TILES
 from plan_limits import WITHOUT_UB_RULE, assert_plan_within_limits
+from test_check_rejects import wrong_kernel
 
 import ptodsl
 from ptodsl.checking.check import run_check
@@ -153,3 +154,22 @@ def test_a_loop_over_an_inner_axis_computes_what_torch_does(spec, axis):
     assert phase.loop is not None and phase.loop.axis == axis
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+@pytest.mark.parametrize(
+    ("spec", "old", "new"),
+    [
+        # every block one head short of the next: the last heads never computed
+        (SCORES_SOFTMAX, "offset = i * 2", "offset = i * 1"),
+        # every block reads the first heads, and writes them where its own belong
+        (SCORES_SOFTMAX, "pypto.view(x, [2, 2, 8, 64], [0, offset, 0, 0])",
+         "pypto.view(x, [2, 2, 8, 64], [0, 0, 0, 0])"),
+        # blocks along the rows' own axis one element apart
+        (LONG_ROWS_SCALED, "offset = i * 1024", "offset = i * 1023"),
+    ],
+    ids=["heads_step", "heads_read", "last_axis_step"],
+)  # fmt: skip
+def test_a_loop_over_an_inner_axis_cut_wrong_fails_the_check(spec, old, new, tmp_path):
+    compiled = ptodsl.compile(spec, name="case.pto", target=TINY_TILES, tuning=None)
+    report = run_check(compiled, kernel_path=wrong_kernel(tmp_path, compiled, old, new))
+    assert not report.ok and report.outputs[0].mismatched > 0
