@@ -114,6 +114,23 @@ def test_the_halvings_leave_a_computed_dim_to_the_dims_it_is_computed_from():
     assert output.declared_shape[2] == (dims["D"] - 1) * 2 - 2 * 1 + 3
 
 
+def test_the_halvings_keep_a_dim_the_size_of_an_int_param():
+    """Level 2 #60: its 3 input channels halved to 1 made the problem's kernel_size 3 a 1
+    too (the problem's constants are resized by value), and the check refused the pair."""
+    path = (
+        ROOT
+        / "examples"
+        / "kernelbench-level2"
+        / "60_ConvTranspose3d_Swish_GroupNorm_HardSwish.pto"
+    )
+    text = path.read_text(encoding="utf-8")
+    compiled = ptodsl.compile(text, path.name, tuning=None)
+    dims, _ = next(coverage._smaller_shapes(text, path.name, compiled))
+    assert "C_in" not in dims and dims["N"] == 64
+    resize = checking.problem_rescale(compiled.lowered.syntax.declared_dims, dims)
+    assert 3 not in resize.sizes  # kernel_size = 3 stays
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 22])
 def test_the_comparison_in_chunks_judges_as_the_whole_does(monkeypatch, chunk):
     """Chunks keep the float64 temporaries small; the verdict, counts, extremes and worst

@@ -29,7 +29,7 @@ import attrs
 from ptodsl.api import compile as compile_spec
 from ptodsl.checking.problems import MAX_PROBLEM_BYTES, ProblemError, Resize, parse_setting
 from ptodsl.frontend.diagnostics import MAX_SPEC_BYTES, SpecError, visible
-from ptodsl.frontend.syntax import DimDecl
+from ptodsl.frontend.syntax import DimDecl, Number, ParamDecl
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.ir.target import PYPTO_0_2_0
@@ -267,10 +267,21 @@ def _only_vacuous(report) -> bool:
 
 def _smaller_shapes(text: str, name: str, compiled) -> Iterator[tuple[dict[str, int], object]]:
     """The spec with every dim halved, again and again, compiled: (dims, compiled). A dim
-    computed from others follows them (it cannot be resized itself)."""
+    computed from others follows them (it cannot be resized itself). A dim of the size of
+    an int param's number keeps its size: the problem's constants are resized by value
+    (`problem_rescale`), and level 2 #60's kernel_size 3 would shrink with its 3 channels."""
     syntax = compiled.lowered.syntax
     computed = {i.name for i in syntax.items if isinstance(i, DimDecl) and i.computed is not None}
-    dims = {dim: size for dim, size in syntax.declared_dims.items() if dim not in computed}
+    numbers = {
+        item.default.value
+        for item in syntax.items
+        if isinstance(item, ParamDecl) and isinstance(item.default, Number)
+    }
+    dims = {
+        dim: size
+        for dim, size in syntax.declared_dims.items()
+        if dim not in computed and size not in numbers
+    }
     while not all(size == 1 for size in dims.values()):
         dims = {dim: max(1, size // 2) for dim, size in dims.items()}
         yield dims, compile_spec(text, name=name, dims=dims, tuning=None)
