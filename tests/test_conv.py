@@ -13,6 +13,7 @@ import attrs
 import pytest
 from conftest import EXAMPLES
 from plan_limits import assert_plan_within_limits
+from test_check_rejects import wrong_kernel
 
 import ptodsl
 from ptodsl.checking.check import run_check
@@ -150,14 +151,6 @@ def test_small_blocks_make_a_tail():
     assert phase["kind"] == "conv"
     assert phase["rows_loop"] == {"axis": 2, "count": 3, "chunk": 2, "tail": 1}
     assert phase["pad"] == {"front": [1, 8], "back": [1, 8]}  # W padded in 32-byte blocks
-
-
-def wrong_kernel(tmp_path, compiled, old: str, new: str, count: int = 1):
-    source = compiled.source
-    assert source.count(old) == count, f"{old!r} occurs {source.count(old)} times"
-    path = tmp_path / "wrong.py"
-    path.write_text(source.replace(old, new), encoding="utf-8")
-    return path
 
 
 MUTANTS = {
