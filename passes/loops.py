@@ -61,11 +61,11 @@ def plan_loop(
 
     # The outermost free axis whose single index fits; an inner one when an outer index
     # alone has too many tiles ([2, 4, 3136, 3136] scores loop over heads, not batch).
-    fitting = [a for a in free if slices_along(a) > 0]
-    axis = fitting[0] if fitting else (free[0] if free else splittable[0])
-    slices = slices_along(axis)
-    if slices == 0:
+    fitting = [a for a in free or splittable[:1] if slices_along(a) > 0]
+    if not fitting:
         return None
+    axis = fitting[0]
+    slices = slices_along(axis)
     size, step = shape[axis], tile[axis]
     largest_chunk = slices * step
     fewest_iterations = max(ceil_div(size, largest_chunk), min(min_count or 1, size // step))

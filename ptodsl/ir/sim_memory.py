@@ -53,7 +53,7 @@ def tensor_bytes(kernel: ir.Kernel) -> int:
     """The bytes of one launch's inputs and outputs, and of the whole tensors its matmuls
     compute for later phases: a loop after the matmul copies those too (level 3 #31 at a
     56 x 56 image: attention's scores, 315 MB beside the softmax's 315 MB output, 4
-    iterations; 12.9 GB measured where inputs and outputs alone said 5.7 GiB)."""
+    iterations; 12.3 GiB measured where inputs and outputs alone said 5.7 GiB)."""
     arguments = sum(t.type.size * t.type.dtype.itemsize for t in (*kernel.inputs, *kernel.outputs))
     phases = kernel.schedule.phases if kernel.schedule is not None else ()
     products = (
@@ -191,7 +191,7 @@ def _unfolded_bytes(conv: ir.Op) -> int:
 # node's bytes about three times (level 3 #31 at a 48 x 48 image: its scores' softmax,
 # 0.63 GiB a node, 2.0 GiB over the process's start; #43 at batch 16 and #50 at batch 4:
 # 3.1 and 2.5 GiB, within 3 % of this rule). The outputs-only rule above had #50 at 7.0
-# GiB where its golden reached 10.7 GB.
+# GiB where its golden reached 10.3 GiB.
 EVALUATION_BYTES_PER_ELEMENT = 16
 EVALUATION_NODE_COPIES = 3
 

@@ -23,7 +23,7 @@ from ptodsl.frontend.diagnostics import Source, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir import sim_memory
 from ptodsl.ir.target import PYPTO_0_2_0, Target
-from ptodsl.pipeline import Lowered
+from ptodsl.pipeline import KernelStages, Lowered
 from ptodsl.runtime.executor import Task, run_tasks
 from ptodsl.runtime.scratch import scratch as scratch_folder
 from ptodsl.runtime.settings import DEFAULT_TIMEOUT_S
@@ -135,12 +135,14 @@ def _knobs(phases: list[ir.Phase], reads_var: bool) -> tuple[tuple, ...]:
     )
 
 
-def _reads_var(kernel: ir.Kernel) -> bool:
-    return any(
+def _part_knobs(part: KernelStages) -> tuple[tuple, ...]:
+    """`_knobs` of one kernel of the program (its phases, and the spec part it computes)."""
+    reads_var = any(
         isinstance(node, ir.Op) and node.op == "var"
-        for stmt in kernel.body
+        for stmt in part.checked.body
         for node in ir.walk(stmt.value)
     )
+    return _knobs(list(part.kernel.schedule.phases), reads_var)
 
 
 def _choices(knobs: tuple[tuple, ...], most_changed: int | None = None) -> list[ir.Tuning]:
@@ -169,18 +171,16 @@ def _tunings(default: Lowered) -> list[ir.Tuning]:
     the spec into kernels again.)"""
     if len(default.parts) == 1:
         (part,) = default.parts
-        return _choices(_knobs(list(part.kernel.schedule.phases), _reads_var(default.checked)))
-    names = list(dict.fromkeys(part.kernel.name for part in default.parts))
-    parts = {part.kernel.name: part for part in reversed(default.parts)}
+        return _choices(_part_knobs(part))
+    parts: dict[str, KernelStages] = {}
+    for part in default.parts:
+        parts.setdefault(part.kernel.name, part)
     per_kernel = [
         [
             ir.Tuning(per_kernel=((name, choice),))
-            for choice in _choices(
-                _knobs(list(parts[name].kernel.schedule.phases), _reads_var(parts[name].checked)),
-                most_changed=1,
-            )
+            for choice in _choices(_part_knobs(part), most_changed=1)
         ]
-        for name in names
+        for name, part in parts.items()
     ]
     return [
         tuning
