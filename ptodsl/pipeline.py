@@ -3,6 +3,7 @@ with every stage printable."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 
@@ -195,10 +196,21 @@ def _passes(
     this kernel."""
     context = attrs.evolve(context, tuning=context.tuning.for_kernel(kernel.name))
     stages = []
-    for name, run in PASSES:
-        before, kernel = kernel, run(kernel, context)
+    for index, (name, run) in enumerate(PASSES):
+        later = PASSES[index + 1 :]
+        planned = functools.partial(_lowered_by, later, context)
+        before, kernel = kernel, run(kernel, attrs.evolve(context, planned=planned))
         verify(kernel, name, context.target, before)
         stages.append((name, kernel))
         if name == until:
             break
     return tuple(stages)
+
+
+def _lowered_by(
+    passes: tuple[tuple[str, Pass], ...], context: PassContext, kernel: ir.Kernel
+) -> ir.Kernel:
+    """`kernel` after `passes`, unverified: an estimate's input, not a plan that is emitted."""
+    for _, run in passes:
+        kernel = run(kernel, context)
+    return kernel

@@ -17,7 +17,7 @@ import attrs
 import psutil
 import pytest
 import torch
-from conftest import CI_DIMS, ROOT
+from conftest import CI_DIMS, EXAMPLE_BY_STEM, EXAMPLES, ROOT, example_dims
 
 import ptodsl
 from ptodsl.checking.check import problem_case, run_check, spec_case
@@ -624,3 +624,30 @@ def _depth_below(process: psutil.Process, ancestor: int) -> int:
         process = process.parent()
         depth += 1
     return depth
+
+
+def test_a_launch_is_weighed_with_the_loops_planned_for_it():
+    # #44's MLP at batch 64 in one launch: its estimate as it stands (4 loop iterations
+    # assumed) fits the budget; with the 9 iterations the loops pass plans, it is twice over
+    text = EXAMPLE_BY_STEM["44_MiniGPTBlock"].read_text()
+    budget = PYPTO_0_2_0.verify_memory_budget
+    unbounded = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=float("inf"))
+    whole = ptodsl.compile(text, dims={"B": 64}, target=unbounded, tuning=None)
+    (one,) = (k for k in whole.program.kernels if k.name == "gelu")
+    assert one.launches is None and sim_memory.iterations(one) > sim_memory.ASSUMED_ITERATIONS
+    assert sim_memory.verification_bytes(one) > 2 * budget
+    unplanned = attrs.evolve(one, schedule=None)
+    assert sim_memory.verification_bytes(unplanned) <= budget
+    spec = ptodsl.compile(text, dims={"B": 64}, tuning=None)
+    (gelu,) = (k for k in spec.program.kernels if k.name == "gelu")
+    assert gelu.launches is not None and gelu.launches.count == 4
+    assert sim_memory.verification_bytes(gelu) <= budget
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_planned_launch_fits_the_budget_or_says_why_not(path):
+    spec = ptodsl.compile(path.read_text(), name=path.name, dims=example_dims(path), tuning=None)
+    budget = PYPTO_0_2_0.verify_memory_budget
+    for kernel in spec.program.kernels:
+        over = any("still over" in d or "launches: one, though" in d for d in kernel.decisions)
+        assert over or sim_memory.verification_bytes(kernel) <= budget, kernel.name
