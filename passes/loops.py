@@ -3,8 +3,10 @@
 One loop, never nested, along the outermost axis that no reduction of the phase reduces and
 one index of which fits (PyPTO pattern C: LayerNorm and RMSNorm loop over the batch,
 BatchNorm over channels; attention's scores over the heads when one sample's alone exceed
-the limit), so every iteration reduces whole rows of its own. Only a phase that reduces
-every axis (a global sum) loops along axis 0 and accumulates into its output. Each iteration
+the limit), so every iteration reduces whole rows of its own. A phase that reduces every
+axis (a global sum), or whose free axes have no index that fits (BatchNorm3d over 128
+samples of 63^3 values), loops along a reduced axis: each block leaves a partial result,
+combined after the loop, and what reads the reduction runs in a phase after it. Each iteration
 takes `chunk` indices of the loop axis, a multiple of the tile there; a chunk dividing the
 axis exactly is preferred, otherwise one constant-size tail block follows the loop, so every
 view has a compile-time size and nothing reads or writes past the tensor.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import FrameError, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.target import Target
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
@@ -60,8 +62,13 @@ def plan_loop(
         return target.max_auto_tiles // tiles_per_slice
 
     # The outermost free axis whose single index fits; an inner one when an outer index
-    # alone has too many tiles ([2, 4, 3136, 3136] scores loop over heads, not batch).
-    fitting = [a for a in free or splittable[:1] if slices_along(a) > 0]
+    # alone has too many tiles ([2, 4, 3136, 3136] scores loop over heads, not batch). When
+    # no free axis fits, the outermost reduced one that does: each block reduces its part
+    # and the partials combine after the loop (BatchNorm3d's statistics of 128 samples, one
+    # channel alone 3968 tiles, loop over the samples).
+    fitting = [a for a in free if slices_along(a) > 0] or [
+        a for a in splittable if slices_along(a) > 0 and (a in reduced or not free)
+    ]
     if not fitting:
         return None
     axis = fitting[0]
@@ -111,10 +118,35 @@ def _split_after_loop_reductions(
             rest = phase.statements[position + 1 :]
             head = attrs.evolve(phase, statements=phase.statements[: position + 1])
             return [
-                head,
+                *_narrow_first(kernel, head, loop, target),
                 *_split_after_loop_reductions(kernel, attrs.evolve(phase, statements=rest), target),
             ]
-    return [phase]
+    return _narrow_first(kernel, phase, loop, target)
+
+
+def _narrow_first(
+    kernel: ir.Kernel, phase: ir.Phase, loop: ir.Loop, target: Target
+) -> list[ir.Phase]:
+    """A value one long along a loop over a longer axis, and not reduced over it (a
+    BatchNorm's mean from sums a loop over the samples completed, its running mean), is the
+    same in every block and reads only values complete before the loop: it runs once, in a
+    phase of its own before the loop's. Inside the loop it would be a block's value, and
+    one read after the loop reads garbage on pypto 0.2.0."""
+    narrow = [
+        index
+        for index in phase.statements
+        if len(shape := kernel.body[index].value.type.shape) == len(phase.shape)
+        and shape[loop.axis] == 1
+        and not _reduces_loop_axis(kernel.body[index], loop)
+    ]
+    if not narrow or phase.shape[loop.axis] == 1:
+        return [phase]
+    shapes = [kernel.body[index].value.type.shape for index in narrow]
+    shape = tuple(map(max, *shapes)) if len(shapes) > 1 else shapes[0]
+    itemsize = max(kernel.body[index].value.type.dtype.itemsize for index in narrow)
+    once = ir.Phase(tuple(narrow), shape, choose_tile(shape, itemsize, target))
+    kept = tuple(index for index in phase.statements if index not in narrow)
+    return [once, attrs.evolve(phase, statements=kept)] if kept else [once]
 
 
 MATMUL_ITERATIONS = 4
@@ -257,8 +289,78 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
                     kernel.outputs[0].span,
                 )
             partials = () if loop is None else _partials(kernel, phase, loop, target)
+            _refuse_crashing_partials(kernel, phase, loop)
             phases.append(attrs.evolve(phase, loop=loop, partials=partials))
-    return attrs.evolve(kernel, schedule=ir.Schedule(tuple(phases)))
+    return _cloned_after_loops(kernel, phases, target)
+
+
+def _cloned_after_loops(kernel: ir.Kernel, phases: list[ir.Phase], target: Target) -> ir.Kernel:
+    """A store of a let that a loop read clones it: moved into the output after the loop
+    (`m[:] = mean`, a BatchNorm's mean that a loop over the samples subtracted), pypto
+    0.2.0 wrote values off by up to 3e16 (`output_safety` clones a value read later only).
+    A clone's phase takes a last-axis tile of 32 bytes at least, past a shorter axis:
+    pypto 0.2.0 refuses a clone under a narrower one."""
+    body = kernel.body
+    read_in_loops = {
+        node.name
+        for phase in phases
+        if phase.loop is not None
+        for index in phase.statements
+        for node in ir.walk(body[index].value)
+        if isinstance(node, ir.Ref)
+    }
+    cloned = {
+        index
+        for index, stmt in enumerate(body)
+        if isinstance(stmt, ir.Store)
+        and not stmt.clone
+        and isinstance(stmt.value, ir.Ref)
+        and stmt.value.name in read_in_loops
+    }
+    body = tuple(attrs.evolve(s, clone=True) if i in cloned else s for i, s in enumerate(body))
+    phases = [
+        attrs.evolve(
+            phase,
+            tile=reduction_aligned(
+                phase.tile, body[phase.statements[0]].value.type.dtype.itemsize, target
+            ),
+        )
+        if cloned & set(phase.statements) and phase.loop is None and phase.cube is None
+        else phase
+        for phase in phases
+    ]
+    return attrs.evolve(kernel, body=body, schedule=ir.Schedule(tuple(phases)))
+
+
+# Tensor arguments from which a kernel looping over a reduced axis beside a free one crashes
+# pypto 0.2.0's simulator ("Invalid slot index", SIGSEGV): a BatchNorm over [16, 2, 512] in
+# 8 blocks of samples with its affine weights and running statistics (5 inputs, 3 outputs)
+# crashes, the same with one running statistic fewer (7 arguments) passes. A loop writing a
+# workspace in that 8-argument kernel crashes too, with no reduced loop at all, while
+# kernels of 8 to 14 arguments with convolution workspaces pass (level 2 #73, level 3 #8):
+# the count alone is not the rule, which is not known; only this new loop is refused here.
+MAX_ARGUMENTS_WITH_REDUCED_LOOP = 7
+
+
+def _refuse_crashing_partials(kernel: ir.Kernel, phase: ir.Phase, loop: ir.Loop | None) -> None:
+    """A loop over a reduced axis chosen because no free axis fits, in a kernel of more
+    arguments than run: a frame error, so that partition cuts the kernel smaller."""
+    if loop is None or loop.axis not in reduced_axes(kernel, phase):
+        return
+    free = [
+        axis
+        for axis, size in enumerate(phase.shape)
+        if size > 1 and axis not in reduced_axes(kernel, phase)
+    ]
+    arguments = len(kernel.inputs) + len(kernel.outputs)
+    if free and arguments > MAX_ARGUMENTS_WITH_REDUCED_LOOP:
+        (index, *_) = phase.statements
+        raise FrameError(
+            f"a loop over a reduced axis of {list(phase.shape)} (no index of its free axes "
+            f"fits) in a kernel of {arguments} tensor arguments crashes pypto 0.2.0's "
+            f"simulator; at most {MAX_ARGUMENTS_WITH_REDUCED_LOOP} run",
+            kernel.body[index].span,
+        )
 
 
 def _partials(

@@ -118,9 +118,6 @@ CI_DIMS = _BoundDims()
 # compile them at their CI dims, and test_examples checks that the refusal stands (a fix
 # turns that test red, to take the example off this list).
 FULL_SHAPE_REFUSED = {
-    # BatchNorm3d's statistics over 128 samples of 63^3 values: per channel, one loop's
-    # iteration still needs 3965 tiles (pypto's limit: 2048); a loop over two axes would do
-    "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool": "even per index of the loop axis",
     # the attention scores of 2 images x 4 heads x 16384 x 16384 pixels: 2^31 elements, one
     # more than a PyPTO tensor holds
     "31_VisionAttention": "more than PyPTO's 2147483647 elements",

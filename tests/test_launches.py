@@ -651,3 +651,31 @@ def test_every_planned_launch_fits_the_budget_or_says_why_not(path):
     for kernel in spec.program.kernels:
         over = any("still over" in d or "launches: one, though" in d for d in kernel.decisions)
         assert over or sim_memory.verification_bytes(kernel) <= budget, kernel.name
+
+
+# A launched kernel reading an intermediate that its writer, one launch, stored in its
+# kernel shape ([B * T, C]): the launches cut the intermediate along its declared samples.
+NORM_THEN_PROJECT = """kernel norm_then_project
+dims B = 4, T = 8, C = 32, D = 512
+input x: f32[B, T, C]
+weight proj: linear(C, D)
+output y: f32[B, T, D]
+let h = x - mean(x, axis=2, keepdim=true)
+y = relu(proj(h))
+"""
+
+
+def test_launches_cut_an_intermediate_along_its_declared_samples():
+    whole = ptodsl.compile(NORM_THEN_PROJECT, name="case.pto", tuning=None)
+    writer = whole.program.kernels[0]
+    budget = 2 * sim_memory.verification_bytes(writer) - sim_memory.BASE_BYTES
+    target = attrs.evolve(PYPTO_0_2_0, verify_memory_budget=budget)
+    spec = ptodsl.compile(NORM_THEN_PROJECT, name="case.pto", target=target, tuning=None)
+    writer, reader = spec.program.kernels
+    assert writer.launches is None and reader.launches is not None
+    assert "h = torch.empty((32, 32)" in spec.source
+    assert "_kernel_h = h.contiguous().reshape(4, 8, 32)" in spec.source
+    # before: `h[start : start + 1].reshape(8, 32)` cut one row of [32, 32], and torch
+    # refused the reshape ("shape '[8, 32]' is invalid for input of size 32")
+    report = run_check(spec)
+    assert report.ok, report.to_json()

@@ -423,15 +423,16 @@ def test_materialise_accumulates_a_reduction_over_the_loop_axis_into_its_output(
     ]
 
 
-def test_materialise_exports_a_loop_invariant_let_and_sizes_expansions_to_the_block():
+def test_materialise_computes_a_loop_invariant_let_once_and_sizes_expansions_to_the_block():
     decls = "input x: f32[23, 512]\ninput w: f32[512]\noutput y: f32[23, 512]\n"
     body = "let a = x * 2.0\nlet t = exp(w)\nlet s = sum(a * t)\ny = x * t + s\n"
     lines = materialised(body, decls)
-    assert "0| loop k_phase0 on axis 0: i in 0..4, offset = i * 5, exports t" in lines
-    assert "0|   let t: f32[1, 512] = exp(w)" in lines  # the same in every block
-    chunk = "1|   let _chunk_y: f32[5, 512] = add(mul(_chunk_x, t), expand(s, shape=(5, 1)))"
+    # the same in every block: computed once, before the loops that read it
+    assert lines[:2] == ["0| set vector tiles [1, 512]", "0| let t: f32[1, 512] = exp(w)"]
+    assert "1| loop k_phase1 on axis 0: i in 0..4, offset = i * 5" in lines
+    chunk = "2|   let _chunk_y: f32[5, 512] = add(mul(_chunk_x, t), expand(s, shape=(5, 1)))"
     assert chunk in lines
-    assert "1|   let _tail_y: f32[3, 512] = add(mul(_tail_x, t), expand(s, shape=(3, 1)))" in lines
+    assert "2|   let _tail_y: f32[3, 512] = add(mul(_tail_x, t), expand(s, shape=(3, 1)))" in lines
 
 
 def test_materialise_chunks_a_matmul_over_m_into_a_temporary():

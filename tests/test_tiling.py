@@ -173,3 +173,63 @@ def test_a_loop_over_an_inner_axis_cut_wrong_fails_the_check(spec, old, new, tmp
     compiled = ptodsl.compile(spec, name="case.pto", target=TINY_TILES, tuning=None)
     report = run_check(compiled, kernel_path=wrong_kernel(tmp_path, compiled, old, new))
     assert not report.ok and report.outputs[0].mismatched > 0
+
+
+def test_a_loop_goes_over_a_reduced_axis_when_no_free_axis_fits():
+    """Level 2 #72 at full shape: BatchNorm3d's statistics over 128 samples of 63^3 values
+    per channel; one channel alone has 3968 tiles, one sample 496."""
+    shape, tile = (128, 16, 250047), (1, 1, 8072)
+    loop = plan_loop(shape, tile, TARGET, reduced=frozenset({0, 2}))
+    assert loop is not None and loop.axis == 0
+    assert auto_tiles((loop.chunk, 16, 250047), tile) <= TARGET.max_auto_tiles
+    # a free axis that fits still wins
+    assert plan_loop((256, 16, 4096), (1, 1, 4096), TARGET, reduced=frozenset({0, 2})).axis == 1
+
+
+# BatchNorm3d in training mode where one channel has more tiles than the (tiny) target
+# allows: the statistics loop over the samples, each block's partial sums combined after its
+# loop, the mean and the running statistics computed once between the loops.
+BATCH_NORM_OVER_SAMPLES = """kernel batch_norm_over_samples
+dims N = 16, C = 2, D = 8, H = 8, W = 8
+input x: f32[N, C, D, H, W]
+weight batch_norm: batch_norm3d(C)
+output y: f32[N, C, D, H, W]
+y = batch_norm(x)
+"""
+
+
+def _batch_norm_over_samples() -> ptodsl.Compiled:
+    return ptodsl.compile(BATCH_NORM_OVER_SAMPLES, name="case.pto", target=TINY_TILES, tuning=None)
+
+
+def test_batch_norm_statistics_looped_over_the_samples_compute_what_torch_does():
+    compiled = _batch_norm_over_samples()
+    statistics = compiled.program.kernels[0]
+    looped = [p for p in statistics.schedule.phases if p.loop is not None]
+    assert looped and all(p.loop.axis == 0 and p.partials for p in looped)
+    once = [p for p in statistics.schedule.phases if p.loop is None]
+    assert once and all(p.shape == (1, 2, 1) for p in once)
+    report = run_check(compiled)  # both modes, the running statistics too
+    assert report.ok, report.to_json()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "count"),
+    [
+        # every block's partial sums written over the first block's (in both kernels
+        # that compute the mean)
+        ("pypto.assemble(_chunk__r0, [i, 0, 0], _parts__r0)",
+         "pypto.assemble(_chunk__r0, [0, 0, 0], _parts__r0)", 2),
+        # the mean over half the values: a count cut wrong
+        ("mean_value = _r0 * 0.0001220703125", "mean_value = _r0 * 0.000244140625", 1),
+        # the variance's partials combined without the last block
+        ("_r1 = pypto.sum(_parts__r1, 0, keepdim=True)",
+         "_r1 = pypto.sum(pypto.view(_parts__r1, [7, 2, 1], [0, 0, 0]), 0, keepdim=True)", 2),
+    ],
+    ids=["partials_overwritten", "mean_count", "last_block_dropped"],
+)  # fmt: skip
+def test_batch_norm_looped_over_the_samples_cut_wrong_fails_the_check(old, new, count, tmp_path):
+    compiled = _batch_norm_over_samples()
+    wrong = wrong_kernel(tmp_path, compiled, old, new, count)
+    report = run_check(compiled, kernel_path=wrong)
+    assert not report.ok and any(o.mismatched > 0 for o in report.outputs)

@@ -595,3 +595,17 @@ def test_the_verifier_counts_ub_as_pypto_does():
     narrow = attrs.evolve(looped, schedule=ir.Schedule((attrs.evolve(phase, tile=(4096, 1)),)))
     with pytest.raises(VerifyError, match=r"tile \[4096, 1\] holds 393216 bytes of UB"):
         verify(narrow, "tiling", roomy)
+
+
+def test_the_verifier_rejects_a_phase_order_that_reads_a_let_before_it_runs():
+    # a statement may run before the body says (a value the same in every block of a loop
+    # runs before the loop), never before a let it reads
+    kernel = lower(PARTS, target=TINY_TILES).kernel
+    first, *rest = kernel.schedule.phases
+    assert rest
+    swapped = ir.Schedule((*rest, first))
+    broken(
+        attrs.evolve(kernel, schedule=swapped, program=None),
+        "loops",
+        r"statement \d+ runs before the let `\w+` it reads",
+    )

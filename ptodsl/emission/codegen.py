@@ -470,10 +470,11 @@ def _calls(program: Forward, device: ast.expr) -> list[ast.stmt]:
     """Each kernel's launches in order, a comment before each when there are several."""
     statements: list[ast.stmt] = []
     several = len(program.calls) > 1
+    buffers = frozenset(buffer.name for buffer in program.buffers)
     for number, kernel_call in enumerate(program.calls, 1):
         if several:
             statements.append(_call_comment(kernel_call, number, len(program.calls)))
-        statements += _call(kernel_call.kernel, device)
+        statements += _call(kernel_call.kernel, device, buffers)
     return statements
 
 
@@ -521,9 +522,10 @@ def _call_comment(kernel_call: forward.Call, number: int, count: int) -> Comment
     return Comment("\n".join(textwrap.wrap(text + ".", COMMENT_WIDTH)))
 
 
-def _call(kernel: ir.Kernel, device: ast.expr) -> list[ast.stmt]:
+def _call(kernel: ir.Kernel, device: ast.expr, buffers: frozenset[str]) -> list[ast.stmt]:
     """One kernel's launches: its inputs as the kernel views them, its staging buffers and
-    outputs allocated, the launches (in loops when the launches pass planned several)."""
+    outputs allocated, the launches (in loops when the launches pass planned several).
+    `buffers` are forward's intermediates, each in its writer's kernel shape."""
     statements: list[ast.stmt] = []
     factory_args = [
         call("float", name(p.name)) if p.forward else name(f"self.{p.name}")
@@ -543,9 +545,13 @@ def _call(kernel: ir.Kernel, device: ast.expr) -> list[ast.stmt]:
         elif read.is_held:
             source = name(f"self.{read.state_name}")
         contiguous = method(source, "contiguous")
-        # A cut tensor is reshaped per launch, after its launch's chunk is cut.
+        # A cut tensor is cut in its declared shape, and reshaped per launch after its
+        # launch's chunk is cut. An intermediate arrives in its writer's kernel shape
+        # (level 3 #44's attention input, [B * T, C]): it takes the declared shape first.
         if not kernel.launch_cuts(tensor):
             contiguous = method(contiguous, "reshape", *tensor.kernel_shape)
+        elif read.name in buffers:
+            contiguous = method(contiguous, "reshape", *kernel.forward_shape(tensor))
         kernel_name = ir.generated_name("kernel", tensor.name)
         statements.append(assign(kernel_name, contiguous))
         launched.append((tensor, kernel_name))

@@ -270,10 +270,25 @@ class _Verifier:
             index for index, stmt in enumerate(self.kernel.body) if not ir.is_scalar(stmt.value)
         ]
         placed = [index for phase in schedule.phases for index in phase.statements]
-        if placed != tensor_statements:
+        if sorted(placed) != tensor_statements:
             self.fail(
                 f"phases hold statements {placed}, the tensor statements are {tensor_statements}"
             )
+        # Phases may run statements out of the body's order (a value the same in every block
+        # of a loop runs before it), never before a let they read.
+        phase_lets = {
+            stmt.name: index
+            for index, stmt in enumerate(self.kernel.body)
+            if isinstance(stmt, ir.Let) and index in tensor_statements
+        }
+        ran: set[str] = set()
+        for index in placed:
+            stmt = self.kernel.body[index]
+            for node in ir.walk(stmt.value):
+                if isinstance(node, ir.Ref) and node.name in phase_lets and node.name not in ran:
+                    self.fail(f"statement {index} runs before the let `{node.name}` it reads")
+            if isinstance(stmt, ir.Let):
+                ran.add(stmt.name)
         for number, phase in enumerate(schedule.phases):
             self.phase(number, phase)
 
