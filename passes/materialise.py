@@ -9,8 +9,8 @@ time:
 - a tensor made outside the phase that spans the loop axis is read through a view of the
   block (`_chunk_x`, `_tail_x`); an explicit expansion spanning the axis covers the block;
 - a `let` that a later phase reads and that spans the loop axis is assembled into a
-  full-size temporary allocated before the loop; other `let`s stay block-local, except
-  loop-invariant ones a later phase reads, which the loop exports;
+  full-size temporary allocated before the loop; other `let`s stay block-local (a
+  loop-invariant one runs before the loop, in a phase of its own: `passes/loops.py`);
 - a `let` reducing the loop axis writes one partial result per block into a `_parts`
   tensor, reduced after the loop (accumulating into a temporary computes zeros on pypto
   0.2.0); an output reducing it accumulates: the first block to run writes (the tail, or
@@ -80,9 +80,7 @@ def _phase(kernel: ir.Kernel, index: int, variables: _LoopVariables) -> tuple[ir
         if phase.tail_tile is not None and phase.tail_tile != phase.tile:
             # the tail runs first, retiled; the loop's blocks take the phase's tile again
             tail_code = (ir.SetVecTiles(phase.tail_tile), *tail_code, ir.SetVecTiles(phase.tile))
-    code.append(
-        _block_loop(loop_name, loop, variables, body.instructions(), tail_code, body.exports())
-    )
+    code.append(_block_loop(loop_name, loop, variables, body.instructions(), tail_code))
     blocks = loop.count + (1 if loop.tail else 0)
     for partial in phase.partials:
         stmt = kernel.body[partial.statement]
@@ -167,7 +165,6 @@ def _block_loop(
     variables: _LoopVariables,
     body: tuple[ir.Instruction, ...],
     tail: tuple[ir.Instruction, ...],
-    exports: tuple[str, ...] = (),
 ) -> ir.BlockLoop:
     return ir.BlockLoop(
         name,
@@ -177,7 +174,6 @@ def _block_loop(
         body,
         tail_size=loop.tail,
         tail=tail,
-        exports=exports,
         index=variables.index,
         offset=variables.offset,
     )
@@ -214,7 +210,6 @@ class _Block:
         self.axis = axis
         self.output_rank = {t.name: len(t.kernel_shape) for t in kernel.outputs}
         self.local: dict[str, str] = {}  # let name -> its name inside this block
-        self.exported: list[str] = []  # loop-invariant lets later phases read
 
     def spans_rows(self, shape: tuple[int, ...]) -> bool:
         """Whether a tensor of this shape is split by the loop (spans the loop axis)."""
@@ -281,9 +276,6 @@ class _Block:
                 code += self.store(stmt, value)
         return tuple(code)
 
-    def exports(self) -> tuple[str, ...]:
-        return tuple(self.exported)
-
     def let(self, stmt: ir.Let, value: ir.Expr, partial: bool) -> list[ir.Instruction]:
         if partial:
             # One partial result per block, reduced once after the loop; accumulating into
@@ -296,9 +288,10 @@ class _Block:
                 ir.Assemble(local, _parts(stmt.name), offsets),
             ]
         if not (self.spans_rows(stmt.value.type.shape) and stmt.name in self.later_reads):
+            assert self.place is None or stmt.name not in self.later_reads, (
+                "a loop-invariant let a later phase reads runs before the loop (loops pass)"
+            )
             self.local[stmt.name] = stmt.name
-            if self.place is not None and stmt.name in self.later_reads:
-                self.exported.append(stmt.name)
             return [ir.Assign(stmt.name, value, stmt.span)]
         # Read by a later phase: this block's rows go into the full-size temporary.
         assert self.place is not None

@@ -162,8 +162,6 @@ def test_the_verifier_catches_broken_materialised_names_and_types():
     tail = parts.loop(0).tail
     outside = attrs.evolve(tail[1], offsets=("offset", 0))
     parts.broken(parts.with_loop(0, tail=replace(tail, 1, outside)), "`offset` is not a variable")
-    # an export the blocks do not bind
-    parts.broken(parts.with_loop(0, exports=("a",)), "exports `a`, which a block of it")
     # code missing for a phase
     one_phase = attrs.evolve(parts.kernel, program=ir.Program(parts.kernel.program.phases[:1]))
     parts.broken(one_phase, r"code for phases \[0\], but the schedule has 2 phases")

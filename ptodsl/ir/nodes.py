@@ -1814,9 +1814,7 @@ class BlockLoop:
     indices of kernel axis `axis` starting at `offset` (= index * chunk). `tail`, on the
     last `tail_size` indices at the constant offset count * chunk, runs once before the
     loop: pypto 0.2.0 drops what a block after a loop assembles into a kernel-local tensor
-    the loop assembles into too. Names the body or the tail binds are local to it, except
-    `exports`: values that do not depend on the block, which instructions after the loop
-    read."""
+    the loop assembles into too. Names the body or the tail binds are local to it."""
 
     name: str
     axis: int
@@ -1825,7 +1823,6 @@ class BlockLoop:
     body: tuple[Instruction, ...]
     tail_size: int = 0
     tail: tuple[Instruction, ...] = ()
-    exports: tuple[str, ...] = ()
     index: str = "i"
     offset: str = "offset"
 
@@ -1889,10 +1886,9 @@ def format_instructions(instructions: tuple[Instruction, ...], indent: str) -> l
                     f"{indent}tail: the last {loop.tail_size} of axis {loop.axis}, at {at}"
                 )
                 lines += format_instructions(loop.tail, indent + "  ")
-            exports = f", exports {', '.join(loop.exports)}" if loop.exports else ""
             lines.append(
                 f"{indent}loop {loop.name} on axis {loop.axis}: {loop.index} in 0..{loop.count}, "
-                f"{loop.offset} = {loop.index} * {loop.chunk}{exports}"
+                f"{loop.offset} = {loop.index} * {loop.chunk}"
             )
             lines += format_instructions(loop.body, indent + "  ")
         else:

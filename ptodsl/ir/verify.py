@@ -43,8 +43,7 @@ Where it has a program (materialise's; never without a schedule): every phase of
 schedule has its instructions, in order, and
 - every name an instruction reads is defined earlier in its scope (the kernel's tensors and
   scalars, earlier instructions of its block or of an enclosing one, the loop's `i` and
-  `offset` inside the loop body); names bound in a loop's body or tail are local to it,
-  except the ones the loop exports (bound by the body, and by the tail when there is one);
+  `offset` inside the loop body); names bound in a loop's body or tail are local to it;
   no instruction binds the name of a kernel input, output or param;
 - a name reads as the type it was defined with, and every expression is well typed as in
   every stage (so block-local values have the block's shape);
@@ -796,7 +795,7 @@ class _ProgramVerifier:
             case ir.Accumulate():
                 self.accumulate(instruction, scope)
             case ir.BlockLoop():
-                return self.loop(instruction, scope)
+                self.loop(instruction, scope)
             case ir.Comment():
                 pass
             case _:
@@ -998,8 +997,8 @@ class _ProgramVerifier:
         elif output in self.unwritten:
             self.fail(f"accumulates into `{output}` before it is written")
 
-    def loop(self, loop: ir.BlockLoop, scope: _Scope) -> list[tuple[str, ir.Type]]:
-        """Checks a loop's blocks; returns the names it exports."""
+    def loop(self, loop: ir.BlockLoop, scope: _Scope) -> None:
+        """Checks a loop's blocks (what they bind stays inside them)."""
         nested = scope.iterations != [{}]
         conv = self.phase.conv if self.phase else None
         if nested and (conv is None or scope.loop is None or scope.loop.count != conv.batch):
@@ -1030,17 +1029,7 @@ class _ProgramVerifier:
         ]
         # a nested loop's blocks are the enclosing loop's: it checks that they cover
         blocks = _Scope(scope.names, iterations, loop, scope.pieces if nested else {})
-        tail = self.block(loop.tail, attrs.evolve(blocks, iterations=outer, loop=None))
-        body = self.block(loop.body, blocks)
+        self.block(loop.tail, attrs.evolve(blocks, iterations=outer, loop=None))
+        self.block(loop.body, blocks)
         if not nested:
             self.covered(blocks.pieces, f"loop `{loop.name}`")
-        exported = []
-        for name in loop.exports:
-            type_ = body.get(name)
-            if type_ is None or (loop.tail_size and name not in tail):
-                self.fail(f"loop `{loop.name}` exports `{name}`, which a block of it does not bind")
-            elif isinstance(type_, ir.TensorType) and type_.shape[loop.axis] != 1:
-                self.fail(f"loop `{loop.name}` exports `{name}`, which spans the loop axis")
-            else:
-                exported.append((name, type_))
-        return exported
