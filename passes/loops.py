@@ -295,11 +295,12 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
 
 
 def _cloned_after_loops(kernel: ir.Kernel, phases: list[ir.Phase], target: Target) -> ir.Kernel:
-    """A store of a let that a loop read clones it: moved into the output after the loop
+    """A store of a let that a loop reads clones it: moved into the output after the loop
     (`m[:] = mean`, a BatchNorm's mean that a loop over the samples subtracted), pypto
-    0.2.0 wrote values off by up to 3e16 (`output_safety` clones a value read later only).
-    A clone's phase takes a last-axis tile of 32 bytes at least, past a shorter axis:
-    pypto 0.2.0 refuses a clone under a narrower one."""
+    0.2.0 wrote values off by up to 3e16 (`output_safety` clones a value the body reads
+    later only; phases may now run a store before the loop that reads its value). A clone's
+    phase takes a last-axis tile of 32 bytes at least, past a shorter axis: pypto 0.2.0
+    refuses a clone under a narrower one ("FwkOp tile shape's last dim is not aligned")."""
     body = kernel.body
     read_in_loops = {
         node.name
@@ -309,15 +310,15 @@ def _cloned_after_loops(kernel: ir.Kernel, phases: list[ir.Phase], target: Targe
         for node in ir.walk(body[index].value)
         if isinstance(node, ir.Ref)
     }
-    cloned = {
-        index
-        for index, stmt in enumerate(body)
+    body = tuple(
+        attrs.evolve(stmt, clone=True)
         if isinstance(stmt, ir.Store)
-        and not stmt.clone
         and isinstance(stmt.value, ir.Ref)
         and stmt.value.name in read_in_loops
-    }
-    body = tuple(attrs.evolve(s, clone=True) if i in cloned else s for i, s in enumerate(body))
+        else stmt
+        for stmt in body
+    )
+    cloned = {i for i, stmt in enumerate(body) if isinstance(stmt, ir.Store) and stmt.clone}
     phases = [
         attrs.evolve(
             phase,
@@ -325,7 +326,11 @@ def _cloned_after_loops(kernel: ir.Kernel, phases: list[ir.Phase], target: Targe
                 phase.tile, body[phase.statements[0]].value.type.dtype.itemsize, target
             ),
         )
-        if cloned & set(phase.statements) and phase.loop is None and phase.cube is None
+        if cloned & set(phase.statements)
+        and phase.loop is None
+        and phase.cube is None
+        and phase.conv is None
+        and phase.window is None
         else phase
         for phase in phases
     ]

@@ -233,3 +233,26 @@ def test_batch_norm_looped_over_the_samples_cut_wrong_fails_the_check(old, new, 
     wrong = wrong_kernel(tmp_path, compiled, old, new, count)
     report = run_check(compiled, kernel_path=wrong)
     assert not report.ok and any(o.mismatched > 0 for o in report.outputs)
+
+
+# The mean of every channel as an output, and subtracted by a loop over the samples: the
+# stored mean is the let that loop reads, so it is cloned (moved, it came out off by up to
+# 3e16), under a tile whose last axis is 32 bytes (pypto refuses a clone under [1, 2, 1]).
+MEAN_AND_CENTRE = """kernel mean_and_centre
+dims N = 16, C = 2, S = 512
+input x: f32[N, C, S]
+output m: f32[1, C, 1]
+output y: f32[N, C, S]
+let mu = mean(x, axis=[0, 2], keepdim=true)
+m = mu
+y = x - mu
+"""
+
+
+def test_a_stored_value_a_loop_reads_is_cloned_under_an_aligned_tile():
+    compiled = ptodsl.compile(MEAN_AND_CENTRE, name="case.pto", target=TINY_TILES, tuning=None)
+    lines = compiled.source.splitlines()
+    stored = lines.index("        m[:] = pypto.clone(mu)")
+    assert lines[stored - 2] == "        pypto.set_vec_tile_shapes(1, 2, 8)"
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
