@@ -129,16 +129,23 @@ def _narrow_first(
 ) -> list[ir.Phase]:
     """A value one long along a loop over a longer axis, and not reduced over it (a
     BatchNorm's mean from sums a loop over the samples completed, its running mean), is the
-    same in every block and reads only values complete before the loop: it runs once, in a
-    phase of its own before the loop's. Inside the loop it would be a block's value, and
-    one read after the loop reads garbage on pypto 0.2.0."""
-    narrow = [
-        index
-        for index in phase.statements
-        if len(shape := kernel.body[index].value.type.shape) == len(phase.shape)
-        and shape[loop.axis] == 1
-        and not _reduces_loop_axis(kernel.body[index], loop)
-    ]
+    same in every block: unless it reads a value the loop computes (a crop of one), it
+    runs once, in a phase of its own before the loop's. Inside the loop it would be a
+    block's value, and one read after the loop reads garbage on pypto 0.2.0."""
+    narrow: list[int] = []
+    in_loop: set[str] = set()  # lets of the phase that stay in the loop
+    for index in phase.statements:
+        stmt = kernel.body[index]
+        shape = stmt.value.type.shape
+        if (
+            len(shape) == len(phase.shape)
+            and shape[loop.axis] == 1
+            and not _reduces_loop_axis(stmt, loop)
+            and not in_loop & {n.name for n in ir.walk(stmt.value) if isinstance(n, ir.Ref)}
+        ):
+            narrow.append(index)
+        elif isinstance(stmt, ir.Let):
+            in_loop.add(stmt.name)
     if not narrow or phase.shape[loop.axis] == 1:
         return [phase]
     shapes = [kernel.body[index].value.type.shape for index in narrow]
@@ -291,10 +298,12 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
             partials = () if loop is None else _partials(kernel, phase, loop, target)
             _refuse_crashing_partials(kernel, phase, loop)
             phases.append(attrs.evolve(phase, loop=loop, partials=partials))
-    return _cloned_after_loops(kernel, phases, target)
+    return _clone_stores_of_loop_reads(kernel, phases, target)
 
 
-def _cloned_after_loops(kernel: ir.Kernel, phases: list[ir.Phase], target: Target) -> ir.Kernel:
+def _clone_stores_of_loop_reads(
+    kernel: ir.Kernel, phases: list[ir.Phase], target: Target
+) -> ir.Kernel:
     """A store of a let that a loop reads clones it: moved into the output after the loop
     (`m[:] = mean`, a BatchNorm's mean that a loop over the samples subtracted), pypto
     0.2.0 wrote values off by up to 3e16 (`output_safety` clones a value the body reads
