@@ -256,3 +256,25 @@ def test_a_stored_value_a_loop_reads_is_cloned_under_an_aligned_tile():
     assert lines[stored - 2] == "        pypto.set_vec_tile_shapes(1, 2, 8)"
     report = run_check(compiled)
     assert report.ok, report.to_json()
+
+
+# A row max whose one row has more tiles than the (tiny) target allows, and no other axis
+# to loop over: the loop runs along the row, each block's maxima combined after it.
+LONG_ROW_MAX = """kernel long_row_max
+dims M = 2, N = 4096
+input x: f32[M, N]
+output y: f32[M, N]
+y = x - max(x, axis=1, keepdim=true)
+"""
+
+
+def test_a_row_max_too_long_for_one_loop_index_loops_along_the_row(tmp_path):
+    compiled = ptodsl.compile(LONG_ROW_MAX, name="case.pto", target=TINY_TILES, tuning=None)
+    first, second = compiled.kernel.schedule.phases
+    assert first.loop.axis == 1 and first.partials and second.loop.axis == 1
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
+    # blocks one element apart in both loops: the last element of the row never read
+    wrong = wrong_kernel(tmp_path, compiled, "offset = i * 1024", "offset = i * 1023", count=2)
+    report = run_check(compiled, kernel_path=wrong)
+    assert not report.ok and report.outputs[0].mismatched > 0
