@@ -278,3 +278,26 @@ def test_a_row_max_too_long_for_one_loop_index_loops_along_the_row(tmp_path):
     wrong = wrong_kernel(tmp_path, compiled, "offset = i * 1024", "offset = i * 1023", count=2)
     report = run_check(compiled, kernel_path=wrong)
     assert not report.ok and report.outputs[0].mismatched > 0
+
+
+# Outputs one long along the loop's axis beside a looped one (a module's running statistics
+# next to a batch loop): before stop 61 the verifier refused the phases tiling made of them
+# (an internal error); they now run once, before the loop.
+NARROW_BESIDE_A_LOOP = """kernel narrow_beside_a_loop
+dims N = 16, C = 2, S = 512
+input x: f32[N, C, S]
+input w: f32[1, C, 1]
+input r: f32[1, C, 1]
+output y: f32[N, C, S]
+output s: f32[1, C, 1]
+y = x * w
+s = r * 2.0
+"""
+
+
+def test_outputs_one_long_along_a_loop_run_once_before_it():
+    compiled = ptodsl.compile(NARROW_BESIDE_A_LOOP, name="case.pto", target=TINY_TILES, tuning=None)
+    once, looped = compiled.kernel.schedule.phases
+    assert once.loop is None and once.shape == (1, 2, 1) and looped.loop is not None
+    report = run_check(compiled)
+    assert report.ok, report.to_json()
