@@ -359,13 +359,10 @@ MAX_ARGUMENTS_WITH_REDUCED_LOOP = 7
 def _refuse_crashing_partials(kernel: ir.Kernel, phase: ir.Phase, loop: ir.Loop | None) -> None:
     """A loop over a reduced axis chosen because no free axis fits, in a kernel of more
     arguments than run: a frame error, so that partition cuts the kernel smaller."""
-    if loop is None or loop.axis not in reduced_axes(kernel, phase):
+    reduced = reduced_axes(kernel, phase)
+    if loop is None or loop.axis not in reduced:
         return
-    free = [
-        axis
-        for axis, size in enumerate(phase.shape)
-        if size > 1 and axis not in reduced_axes(kernel, phase)
-    ]
+    free = [axis for axis, size in enumerate(phase.shape) if size > 1 and axis not in reduced]
     arguments = len(kernel.inputs) + len(kernel.outputs)
     if free and arguments > MAX_ARGUMENTS_WITH_REDUCED_LOOP:
         (index, *_) = phase.statements

@@ -276,7 +276,7 @@ class _Verifier:
         # Phases may run statements out of the body's order (a value the same in every block
         # of a loop runs before it), never before a let they read.
         phase_lets = {
-            stmt.name: index
+            stmt.name
             for index, stmt in enumerate(self.kernel.body)
             if isinstance(stmt, ir.Let) and index in tensor_statements
         }
