@@ -160,6 +160,20 @@ MATMUL_ITERATIONS = 4
 MATMUL_MIN_ROWS = 128
 
 
+# Why some kernels with a workspace crash the check ("Invalid slot index", SIGSEGV), found
+# in pypto 0.2.0's source and reproduced at stop 62: under pass verification the jit
+# registers a kernel's arguments for the calculator, and the cost-model run that follows
+# appends them again without a reset (`CostModelRunOnceDataFromHost`). The device
+# emulation then reads twice as many arguments as the program has slots for, past the end
+# of its slot list, and crashes when a value it finds there is not a slot index. Plain SIM
+# (no verification) runs the same kernels. What lies past the list depends on the
+# program's layout, so no count of arguments or workspaces predicts it: a kernel-scope
+# workspace written in one loop beside five or more inputs crashed in every small case
+# tried, yet kernels of up to 14 arguments with workspaces pass (level 2 #73, level 3 #8).
+# Resetting the registration before the cost model would end the crash but also the values:
+# the calculator's results reach the caller only through the copies registered for it.
+# The guards below refuse the plans measured to crash.
+
 # Kernel arguments past which a looped matmul's workspace crashes pypto 0.2.0's simulator.
 MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE = 4
 
@@ -347,12 +361,10 @@ def _clone_stores_of_loop_reads(
 
 
 # Tensor arguments from which a kernel looping over a reduced axis beside a free one crashes
-# pypto 0.2.0's simulator ("Invalid slot index", SIGSEGV): a BatchNorm over [16, 2, 512] in
-# 8 blocks of samples with its affine weights and running statistics (5 inputs, 3 outputs)
-# crashes, the same with one running statistic fewer (7 arguments) passes. A loop writing a
-# workspace in that 8-argument kernel crashes too, with no reduced loop at all, while
-# kernels of 8 to 14 arguments with convolution workspaces pass (level 2 #73, level 3 #8):
-# the count alone is not the rule, which is not known; only this new loop is refused here.
+# pypto 0.2.0's verified simulation (the slot over-read above): a BatchNorm over
+# [16, 2, 512] in 8 blocks of samples with its affine weights and running statistics (5
+# inputs, 3 outputs) crashes, the same with one running statistic fewer (7 arguments)
+# passes. Only this loop, new at stop 61, is refused here.
 MAX_ARGUMENTS_WITH_REDUCED_LOOP = 7
 
 
