@@ -160,19 +160,20 @@ MATMUL_ITERATIONS = 4
 MATMUL_MIN_ROWS = 128
 
 
-# Why some kernels with a workspace crash the check ("Invalid slot index", SIGSEGV), found
-# in pypto 0.2.0's source and reproduced at stop 62: under pass verification the jit
-# registers a kernel's arguments for the calculator, and the cost-model run that follows
-# appends them again without a reset (`CostModelRunOnceDataFromHost`). The device
-# emulation then reads twice as many arguments as the program has slots for, past the end
-# of its slot list, and crashes when a value it finds there is not a slot index. Plain SIM
-# (no verification) runs the same kernels. What lies past the list depends on the
-# program's layout, so no count of arguments or workspaces predicts it: a kernel-scope
-# workspace written in one loop beside five or more inputs crashed in every small case
-# tried, yet kernels of up to 14 arguments with workspaces pass (level 2 #73, level 3 #8).
-# Resetting the registration before the cost model would end the crash but also the values:
-# the calculator's results reach the caller only through the copies registered for it.
-# The guards below refuse the plans measured to crash.
+# Why some kernels with a workspace crash the check ("Invalid slot index", SIGSEGV), as
+# tests/test_layer_specs.py first recorded for random layer specs (PYPTO_SLOT_CRASH) and
+# pypto 0.2.0's source confirms: under pass verification the jit registers a kernel's
+# arguments for the calculator, and the cost-model run that follows appends them again
+# without a reset (`CostModelRunOnceDataFromHost`). The device emulation then reads twice as
+# many arguments as the program has slots for, past the end of its slot list, and crashes
+# when a value it finds there is not a slot index. Plain SIM (no verification) runs the same
+# kernels. What lies past the list depends on the program's layout, so no count of arguments
+# or workspaces predicts it: a kernel-scope workspace written in one loop beside five or
+# more inputs crashed in every small case tried, yet kernels of up to 14 arguments with
+# workspaces pass (level 2 #73, level 3 #8). Resetting the registration before the cost
+# model would end the crash but also the values: the calculator's results reach the caller
+# only through the copies registered for it. The guards below refuse the plans measured to
+# crash.
 
 # Kernel arguments past which a looped matmul's workspace crashes pypto 0.2.0's simulator.
 MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE = 4
