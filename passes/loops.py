@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptodsl.frontend.diagnostics import SpecError
+from ptodsl.frontend.diagnostics import FrameError, SpecError
 from ptodsl.ir import nodes as ir
 from ptodsl.ir.target import Target
 from ptodsl.passes import DEFAULT_CONTEXT, PassContext
@@ -160,6 +160,40 @@ MATMUL_ITERATIONS = 4
 MATMUL_MIN_ROWS = 128
 
 
+# Why some kernels with a workspace crash the check ("Invalid slot index", SIGSEGV), as
+# tests/test_layer_specs.py first recorded for random layer specs (PYPTO_SLOT_CRASH) and
+# pypto 0.2.0's source confirms: under pass verification the jit registers a kernel's
+# arguments for the calculator, and the cost-model run that follows appends them again
+# without a reset (`CostModelRunOnceDataFromHost`). The device emulation then reads twice as
+# many arguments as the program has slots for, past the end of its slot list, and crashes
+# when a value it finds there is not a slot index. Plain SIM (no verification) runs the same
+# kernels. What lies past the list depends on the program's layout, so no count of arguments
+# or workspaces predicts it: a kernel-scope workspace written in one loop beside five or
+# more inputs crashed in every small case tried, yet kernels of up to 14 arguments with
+# workspaces pass (level 2 #73, level 3 #8). Resetting the registration before the cost
+# model would end the crash but also the values: the calculator's results reach the caller
+# only through the copies registered for it. The guards below refuse the plans measured to
+# crash.
+
+# Kernel arguments past which a looped matmul's workspace crashes pypto 0.2.0's simulator.
+MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE = 4
+
+
+def _workspace_crashes(kernel: ir.Kernel, phase: ir.Phase) -> bool:
+    """A matmul whose row chunks are assembled into a workspace (`_m0 = pypto.Tensor(...)`,
+    its product a `let` that later phases read) in a kernel of five or more tensor
+    arguments crashes pypto 0.2.0's simulator ("Invalid slot index 64", SIGSEGV), whatever
+    the chunk count or vector tile: `relu(x @ W.T + b) * s` of a [512, 1024] x and a
+    [512, 768] or [768] s, and the dropout after minGPT's output projection. With four
+    arguments it runs (`examples/linear_relu.pto`), and so does one matmul without the
+    loop (37.6 us for [1024, 768] by [768, 768] with a dropout mask): it then runs so."""
+    (index,) = phase.statements
+    arguments = len(kernel.inputs) + len(kernel.outputs)
+    return (
+        isinstance(kernel.body[index], ir.Let) and arguments > MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE
+    )
+
+
 def plan_matmul_loop(phase: ir.Phase, chunks: int = MATMUL_ITERATIONS) -> ir.Loop | None:
     """2-D matmuls loop over M (PyPTO pattern B) in 4 chunks of ceil_div(M, 4) rows, rounded
     up to the cube's 16 and at least one 128-row block; a constant tail takes the rest.
@@ -251,7 +285,8 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
             continue
         if whole.cube is not None:
             k_loop = plan_k_loop(kernel, whole, target)
-            loop = None if k_loop or matmul_chunks == 1 else plan_matmul_loop(whole, matmul_chunks)
+            chunks = 1 if _workspace_crashes(kernel, whole) else matmul_chunks
+            loop = None if k_loop or chunks == 1 else plan_matmul_loop(whole, chunks)
             accumulate = None
             if k_loop is not None:  # K chunks accumulate into the output on the vector cores
                 (index,) = whole.statements
@@ -276,6 +311,7 @@ def insert_loops(kernel: ir.Kernel, ctx: PassContext = DEFAULT_CONTEXT) -> ir.Ke
                     kernel.outputs[0].span,
                 )
             partials = () if loop is None else _partials(kernel, phase, loop, target)
+            _refuse_crashing_partials(kernel, phase, loop)
             phases.append(attrs.evolve(phase, loop=loop, partials=partials))
     return _clone_stores_of_loop_reads(kernel, phases, target)
 
@@ -323,6 +359,32 @@ def _clone_stores_of_loop_reads(
         for phase in phases
     ]
     return attrs.evolve(kernel, body=body, schedule=ir.Schedule(tuple(phases)))
+
+
+# Tensor arguments from which a kernel looping over a reduced axis beside a free one crashes
+# pypto 0.2.0's verified simulation (the slot over-read above): a BatchNorm over
+# [16, 2, 512] in 8 blocks of samples with its affine weights and running statistics (5
+# inputs, 3 outputs) crashes, the same with one running statistic fewer (7 arguments)
+# passes. Only this loop, new at stop 61, is refused here.
+MAX_ARGUMENTS_WITH_REDUCED_LOOP = 7
+
+
+def _refuse_crashing_partials(kernel: ir.Kernel, phase: ir.Phase, loop: ir.Loop | None) -> None:
+    """A loop over a reduced axis chosen because no free axis fits, in a kernel of more
+    arguments than run: a frame error, so that partition cuts the kernel smaller."""
+    reduced = reduced_axes(kernel, phase)
+    if loop is None or loop.axis not in reduced:
+        return
+    free = [axis for axis, size in enumerate(phase.shape) if size > 1 and axis not in reduced]
+    arguments = len(kernel.inputs) + len(kernel.outputs)
+    if free and arguments > MAX_ARGUMENTS_WITH_REDUCED_LOOP:
+        (index, *_) = phase.statements
+        raise FrameError(
+            f"a loop over a reduced axis of {list(phase.shape)} (no index of its free axes "
+            f"fits) in a kernel of {arguments} tensor arguments crashes pypto 0.2.0's "
+            f"simulator; at most {MAX_ARGUMENTS_WITH_REDUCED_LOOP} run",
+            kernel.body[index].span,
+        )
 
 
 def _partials(

@@ -23,7 +23,7 @@ import pypto
 import torch
 
 from ptodsl.checking.problems import describe_result, step_counters
-from ptodsl.runtime import calls, interpret, settings, simulator
+from ptodsl.runtime import calls, interpret, simulator
 
 _BACKTRACE_FRAME = re.compile(r"\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]")
 _GENERIC_CODE = re.compile(r"^\s*Errcode: FFFFFF!\s*$")
@@ -100,7 +100,6 @@ def _launch_kernel(module: Any, request: dict[str, Any], payload: dict[str, Any]
     inputs = payload["inputs"][:-count]
     outputs = [torch.empty_like(t) for t in payload["inputs"][-count:]]
     kernel = getattr(module, request["factory"])(*payload["arguments"])
-    simulator.expect_written(count)
     kernel(*inputs, *outputs)
     return outputs
 
@@ -123,7 +122,6 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    _say_what_launches_write(vars(module))
     return module
 
 
@@ -131,24 +129,7 @@ def _exec_text(path: Path) -> SimpleNamespace:
     """What KernelBench's loader does with an answer: exec() its text in a fresh namespace."""
     context: dict[str, Any] = {}
     exec(compile(path.read_text(encoding="utf-8"), "<string>", "exec", dont_inherit=True), context)
-    _say_what_launches_write(context)
     return SimpleNamespace(**context)
-
-
-def _say_what_launches_write(namespace: dict[str, Any]) -> None:
-    """The generated module's `_launch` tells the simulator which arguments each kernel
-    call writes (its last `outputs`), whose values verification then hands back. Only where
-    its kernels run here (`PTODSL_SIM=direct`): otherwise it hands them to launch workers,
-    which are told, and finds its module through its own code's file name."""
-    launch = namespace.get("_launch")
-    if launch is None or settings.current().sim_mode != "direct":
-        return
-
-    def launch_writing(make_kernel: Any, arguments: Any, outputs: int, *tensors: Any) -> None:
-        simulator.expect_written(outputs)
-        launch(make_kernel, arguments, outputs, *tensors)
-
-    namespace["_launch"] = launch_writing
 
 
 def _configure_pypto(verify: str) -> None:

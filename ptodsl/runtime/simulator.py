@@ -15,7 +15,6 @@ import csv
 import ctypes
 import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -214,54 +213,14 @@ def _cmake_build(source_dir: Path, cmake_defines: Mapping[str, str], scratch: Pa
 
 
 def install_verify_fix() -> None:
-    """Make SIM-mode verification compute on the caller's real inputs, and bring its values
-    back without the slot crash.
+    """Make SIM-mode verification compute on the caller's real inputs.
 
     pypto 0.2.0 registers zero-filled copies of the inputs, so the calculator evaluates
-    f(0) and overwrites the caller's inputs with zeros: the real inputs are registered
-    instead. It also leaves them registered when the cost model runs, which appends the
-    arguments again (`CostModelRunOnceDataFromHost` does not reset them): the device
-    emulation then reads twice as many arguments as the program has slots for, past the end
-    of its slot list, and crashes ("Invalid slot index", SIGSEGV) when a value there is not a
-    slot index, which depends on the program's layout alone. The registration is reset
-    before the cost model runs; the calculator's values, which came back only through that
-    registration, are read instead from verification's dump of each written argument, which
-    pypto writes for an argument given a golden: one without its own gets a stand-in (the
-    argument itself), its comparison left out of the report (`STAND_INS`). Worker process
-    only; `expect_written` says which arguments the next kernel call writes.
+    f(0) and overwrites the caller's inputs with zeros. Worker process only.
     """
     from pypto.frontend.parser import entry
 
     entry.JitCallableWrapper._setup_verify_data = staticmethod(_register_real_verify_inputs)
-    entry.JitCallableWrapper._run_with_cpu = _run_cost_model_then_read_values
-
-
-# The verification folder's list of written arguments whose golden was a stand-in.
-STAND_INS = "ptodsl-stand-in-goldens.json"
-
-
-@attrs.define
-class _KernelCall:
-    """The worker's kernel call in flight: how many of its last arguments it writes (None:
-    not said, as by a hand-written module, so every one is read back), the verification
-    folders before it, and the written arguments' indices with stand-ins."""
-
-    written: int | None = None
-    folders_before: frozenset[Path] = frozenset()
-    stand_ins: tuple[int, ...] = ()
-
-
-_CALL = _KernelCall()
-
-
-def expect_written(count: int) -> None:
-    """The next kernel call writes its last `count` tensor arguments (`_launch`'s
-    `outputs`)."""
-    _CALL.written = count
-
-
-def _verification_folders() -> frozenset[Path]:
-    return frozenset(Path(os.environ["TILE_FWK_OUTPUT_DIR"]).glob("*/verify_*"))
 
 
 def _register_real_verify_inputs(pto_tensors: list) -> None:
@@ -272,75 +231,7 @@ def _register_real_verify_inputs(pto_tensors: list) -> None:
     if not pypto.get_verify_options().get("enable_pass_verify"):
         return
     ensure_calculator()
-    count = len(pto_tensors)
-    given = list(_pto_verify_datas._ori_data)
-    goldens = list(_pto_verify_datas.get_data())
-    if len(given) != count:  # none, or another kernel's (the first call takes them)
-        given, goldens = [None] * count, [_no_golden() for _ in range(count)]
-    written = count if _CALL.written is None else _CALL.written
-    stand_ins = tuple(k for k in range(count - written, count) if given[k] is None)
-    for k in stand_ins:
-        (goldens[k],) = _pto_to_tensor_data([pto_tensors[k]])
-    _CALL.folders_before = _verification_folders()
-    _CALL.stand_ins = stand_ins
-    pypto_impl.SetVerifyData(_pto_to_tensor_data(pto_tensors), [], goldens)
-
-
-def _no_golden() -> Any:
-    import pypto
-    from pypto import pypto_impl
-
-    return pypto_impl.DeviceTensorData(pypto.DT_FP16, 0, [0, 0])  # as pypto says "none"
-
-
-def _run_cost_model_then_read_values(self: Any, in_tensors: list, out_tensors: list) -> None:
-    import pypto
-    from pypto import pypto_impl
-    from pypto.cost_model import _cost_model_run_once_data_from_host
-
-    verified = pypto.get_verify_options().get("enable_pass_verify")
-    if verified:
-        pypto_impl.SetVerifyData([], [], [])  # verification is over; see install_verify_fix
-    _cost_model_run_once_data_from_host(in_tensors, out_tensors)
-    if verified:
-        _read_verified_values(in_tensors)
-
-
-def _read_verified_values(arguments: list) -> None:
-    """Each written argument's values from the tensor graph's dump of this call."""
-    new = _verification_folders() - _CALL.folders_before
-    if len(new) != 1:
-        raise SimulationError(f"expected one verification folder for the call, found {len(new)}")
-    (folder,) = new
-    count = len(arguments)
-    for k in range(count - (count if _CALL.written is None else _CALL.written), count):
-        dumps = [
-            path
-            for path in (folder / "tensor_graph").glob(f"tensor_graph~{k}~*.data")
-            if "~golden~" not in path.name
-        ]
-        if not dumps:
-            raise SimulationError(f"pypto's verification dumped no values of argument {k}")
-        dump = max(dumps, key=lambda path: int(path.stem.rsplit("~", 1)[1]))
-        _read_into(dump, arguments[k])
-    (folder / STAND_INS).write_text(json.dumps([f"output{k}" for k in _CALL.stand_ins]))
-    for k in _CALL.stand_ins:  # their comparison with a stand-in says nothing; free the disk
-        for path in (folder / "tensor_graph").glob(f"tensor_graph~{k}~*.data"):
-            path.unlink()
-    _CALL.written = None
-
-
-def _read_into(dump: Path, tensor: Any) -> None:
-    """The dump's bytes into `tensor`'s memory (a pypto tensor over the caller's)."""
-    import pypto
-
-    size = pypto.bytes_of(tensor.dtype) * math.prod(tensor.ori_shape)
-    if dump.stat().st_size != size:
-        raise SimulationError(f"{dump.name} holds {dump.stat().st_size} bytes, not {size}")
-    buffer = (ctypes.c_char * size).from_address(tensor.data_ptr)
-    with open(dump, "rb", buffering=0) as handle:
-        if handle.readinto(buffer) != size:
-            raise SimulationError(f"{dump.name} is cut short")
+    pypto_impl.SetVerifyData(_pto_to_tensor_data(pto_tensors), [], _pto_verify_datas.get_data())
 
 
 # ---------------------------------------------------------------------------------------
@@ -727,14 +618,10 @@ _LOW_PRECISION = {"DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
 
 def _pass_results(pypto_output: Path) -> Iterator[PassResult]:
     for report in sorted(pypto_output.glob("*/verify_*/verify_result_brief.csv")):
-        listed = report.parent / STAND_INS
-        compared_to_stand_in = set(json.loads(listed.read_text())) if listed.exists() else set()
         with open(report, newline="") as handle:
             for row in csv.DictReader(handle):
                 if None in row.values() or None in row:  # a row cut short, or too long
                     raise SimulationError(f"pypto's verification table {report.name} is cut short")
-                if row["passName"] == "tensor_graph" and row["ioflag"] in compared_to_stand_in:
-                    continue
                 dtype = row.get("outputDtype", "")
                 values = None
                 if row["verifyResult"] == "FAILED" and dtype in _LOW_PRECISION:
