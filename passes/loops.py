@@ -168,12 +168,13 @@ MATMUL_MIN_ROWS = 128
 # many arguments as the program has slots for, past the end of its slot list, and crashes
 # when a value it finds there is not a slot index. Plain SIM (no verification) runs the same
 # kernels. What lies past the list depends on the program's layout, so no count of arguments
-# or workspaces predicts it: a kernel-scope workspace written in one loop beside five or
-# more inputs crashed in every small case tried, yet kernels of up to 14 arguments with
-# workspaces pass (level 2 #73, level 3 #8). Resetting the registration before the cost
-# model would end the crash but also the values: the calculator's results reach the caller
-# only through the copies registered for it. The guards below refuse the plans measured to
-# crash.
+# or workspaces predicts it: kernel-scope workspaces written in one loop and read in the
+# next crashed in every small case with at least four inputs more than workspaces (5 inputs
+# beside 1 workspace, 6 beside 2, 7 beside 3) and passed with fewer, yet kernels of up to 14
+# arguments with workspaces pass (level 2 #73, level 3 #8). Resetting the registration
+# before the cost model would end the crash but also the values: the calculator's results
+# reach the caller only through the copies registered for it. The guards below refuse the
+# plans measured to crash.
 
 # Kernel arguments past which a looped matmul's workspace crashes pypto 0.2.0's simulator.
 MAX_ARGUMENTS_WITH_MATMUL_WORKSPACE = 4
